@@ -1,0 +1,54 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+# Both are idempotent: stamp files skip installs when nothing changed.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+# CPU build that lies on disk on these machines; override for a CUDA build,
+# e.g. make run TORCH_SPEC='torch==2.14.1'
+TORCH_SPEC  ?= torch==2.13.0
+HOST        ?= 127.0.0.1
+PORT        ?= 8000
+CHROMIUM    ?= /usr/bin/chromium
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test install install-test chromium bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Torch first, with the chosen spec, so the project's loose `torch>=2.2` is
+# already satisfied and pip never pulls a multi-GB CUDA build by accident.
+$(VENV)/.torch-stamp: $(BIN)/python
+	$(BIN)/pip install --quiet '$(TORCH_SPEC)'
+	echo '$(TORCH_SPEC)' > $@
+
+$(VENV)/.app-stamp: pyproject.toml $(VENV)/.torch-stamp
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test-stamp: pyproject.toml $(VENV)/.app-stamp
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.app-stamp
+install-test: $(VENV)/.test-stamp chromium
+
+# Browser tests drive Debian's Chromium; Playwright's own download cannot work here.
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		$(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends chromium; \
+	fi
+
+run: install
+	$(BIN)/python -m app --host $(HOST) --port $(PORT)
+
+test: install-test
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-output

@@ -1,0 +1,1 @@
+"""GRPO walkthrough: an interactive, server-computed walkthrough of GRPO."""

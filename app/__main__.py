@@ -1,0 +1,45 @@
+"""`python -m app`: serve the walkthrough. Flags override environment variables."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import uvicorn
+
+from .engine import DeviceUnavailable, resolve_device
+from .settings import Settings
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__)
+    parser.add_argument("--host", help="interface to bind (env HOST, default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (env PORT, default 8000)")
+    parser.add_argument("--walkthroughs", metavar="DIR", help="folder of *.json snapshots (env WALKTHROUGHS_DIR)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="torch device (env DEVICE, default auto)")
+    parser.add_argument("--workers", type=int, help="worker processes (env WORKERS, default 1)")
+    parser.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    overrides = {k: v for k, v in {
+        "host": args.host, "port": args.port, "walkthroughs_dir": args.walkthroughs,
+        "device": args.device, "workers": args.workers, "log_level": args.log_level,
+    }.items() if v is not None}
+    settings = Settings(**overrides)
+    try:
+        resolve_device(settings.device)  # fail fast, before binding a port
+    except DeviceUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # Workers are separate processes: hand them the effective settings via env.
+    os.environ.update({"WALKTHROUGHS_DIR": str(settings.walkthroughs_dir), "DEVICE": settings.device})
+    uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
+                workers=settings.workers, log_level=settings.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

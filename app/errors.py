@@ -1,0 +1,67 @@
+"""Error responses: clear JSON messages, never a stack trace sent to the client."""
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .engine import TrainingDiverged
+from .engine.params import allowed_range
+
+log = logging.getLogger("app.errors")
+
+
+class NotFound(LookupError):
+    """An unknown walkthrough, step or node: 404 with a message a person can read."""
+
+
+class NotRunnable(LookupError):
+    """A view-only snapshot asked for tensors: 409, it has no matching model."""
+
+
+def validation_details(errors) -> list[dict]:
+    """pydantic errors -> [{param, message, allowed}] naming each query parameter."""
+    details = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body")]
+        param = loc[0] if loc else "request"
+        message = err.get("msg", "invalid").removeprefix("Value error, ")
+        details.append({"param": param, "message": message, "allowed": allowed_range(param)})
+    return details
+
+
+def validation_message(details: list[dict]) -> str:
+    return "; ".join(f"{d['param']}: {d['message']}" + (f" (allowed: {d['allowed']})" if d["allowed"] else "")
+                     for d in details)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError):
+        details = validation_details(exc.errors())
+        return JSONResponse({"error": validation_message(details), "detail": details}, status_code=422)
+
+    @app.exception_handler(NotFound)
+    async def _not_found(_request: Request, exc: NotFound):
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(NotRunnable)
+    async def _not_runnable(_request: Request, exc: NotRunnable):
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
+    @app.exception_handler(TrainingDiverged)
+    async def _diverged(_request: Request, exc: TrainingDiverged):
+        detail = [{"param": "learning_rate", "message": str(exc), "allowed": allowed_range("learning_rate")}]
+        return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException):
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception):
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse({"error": "internal error; it has been logged"}, status_code=500)

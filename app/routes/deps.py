@@ -1,0 +1,69 @@
+"""Shared route dependencies: the loaded catalog and the resolved device."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from ..catalog import Catalog, CatalogEntry
+from ..engine import GRPOParams
+from ..errors import NotFound
+from ..snapshot import Snapshot
+
+
+def _query_field(name: str, field: FieldInfo):
+    # Every parameter is optional in a URL (absent = default); `rewards` travels
+    # as one comma-separated string, not a repeated query key.
+    annotation = str | None if name == "rewards" else field.annotation | None
+    return annotation, FieldInfo.merge_field_infos(field, default=None)
+
+
+# The query-string face of GRPOParams, so OpenAPI documents every parameter.
+GRPOQuery = create_model(
+    "GRPOQuery", __config__=ConfigDict(extra="ignore"),
+    **{name: _query_field(name, f) for name, f in GRPOParams.model_fields.items()},
+)
+
+
+def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
+    """Validate with the engine's own rules; refusals become 422s naming the parameter."""
+    try:
+        return GRPOParams(**query.model_dump(exclude_none=True))
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+
+
+def catalog(request: Request) -> Catalog:
+    return request.app.state.catalog
+
+
+def device(request: Request) -> str:
+    return request.app.state.device
+
+
+def find_entry(cat: Catalog, walkthrough_id: str) -> CatalogEntry:
+    try:
+        return cat.get(walkthrough_id)
+    except KeyError:
+        raise NotFound(f"unknown walkthrough {walkthrough_id!r}") from None
+
+
+def find_snapshot(cat: Catalog, walkthrough_id: str) -> Snapshot:
+    entry = find_entry(cat, walkthrough_id)
+    if entry.snapshot is None:
+        raise NotFound(f"walkthrough {walkthrough_id!r} failed to load: {entry.error}")
+    return entry.snapshot
+
+
+def check_step(snapshot: Snapshot, step_id: str | None) -> None:
+    if step_id is not None and step_id not in {s.id for s in snapshot.steps}:
+        known = ", ".join(s.id for s in snapshot.steps)
+        raise NotFound(f"unknown step {step_id!r} (steps: {known})")
+
+
+def check_node(snapshot: Snapshot, node_id: str | None) -> None:
+    if node_id is not None and node_id not in snapshot.node_ids:
+        raise NotFound(f"unknown node {node_id!r}")

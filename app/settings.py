@@ -1,0 +1,25 @@
+"""All configuration in one place: CLI flags and environment variables map here."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Read from the environment (e.g. WALKTHROUGHS_DIR, DEVICE, PORT)."""
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    walkthroughs_dir: Path = PROJECT_ROOT / "walkthroughs"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    workers: int = Field(1, ge=1, le=64)
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    # torch's default intra-op pool only adds overhead for tensors this small
+    torch_threads: int = Field(1, ge=1, le=256)
