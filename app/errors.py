@@ -38,6 +38,20 @@ def validation_message(details: list[dict]) -> str:
                      for d in details)
 
 
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api") or request.url.path in ("/healthz", "/openapi.json")
+
+
+def _html_error(request: Request, status: int, title: str, message: str):
+    # Imported here: the rendering module needs the template folder, the JSON API does not.
+    from .routes.rendering import templates
+    response = templates.TemplateResponse(request, "error.html", {"status": status, "title": title,
+                                                                  "message": message, "entries": None},
+                                          status_code=status)
+    response.headers["Vary"] = "HX-Request"
+    return response
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError):
@@ -45,7 +59,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": validation_message(details), "detail": details}, status_code=422)
 
     @app.exception_handler(NotFound)
-    async def _not_found(_request: Request, exc: NotFound):
+    async def _not_found(request: Request, exc: NotFound):
+        if not _is_api(request):
+            return _html_error(request, 404, "Not found", str(exc))
         return JSONResponse({"error": str(exc)}, status_code=404)
 
     @app.exception_handler(NotRunnable)
@@ -58,7 +74,10 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException):
+        if not _is_api(request) and not request.url.path.startswith("/static"):
+            message = "There is no page at this address." if exc.status_code == 404 else str(exc.detail)
+            return _html_error(request, exc.status_code, "Not found" if exc.status_code == 404 else "Error", message)
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)

@@ -5,12 +5,15 @@ import logging
 
 import torch
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 
 from .catalog import Catalog
 from .engine import resolve_device
 from .errors import install_error_handlers
-from .routes import api, health
-from .settings import Settings
+from .routes import api, health, pages
+from .security import SecurityHeadersMiddleware
+from .settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
 
@@ -28,8 +31,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.device = device
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
     install_error_handlers(app)
+    app.add_middleware(GZipMiddleware, minimum_size=500)
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
     app.include_router(api.router)
+    app.include_router(pages.router)
     return app
 
 

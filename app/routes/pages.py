@@ -1,0 +1,75 @@
+"""HTML pages: the walkthrough screen as a full page or an htmx fragment. Thin."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import ValidationError
+from starlette.responses import RedirectResponse
+
+from ..catalog import Catalog
+from ..engine import GRPOParams
+from ..errors import NotFound
+from ..page import FORM_FIELDS, ParamForm, build_screen
+from ..view_state import UnknownViewPart, ViewState
+from .deps import catalog, device, find_snapshot
+from .rendering import render, templates, wants_fragment
+
+router = APIRouter(include_in_schema=False)
+
+
+def _read_params(request: Request) -> tuple[GRPOParams, ParamForm | None]:
+    """Valid params, or the defaults plus a form that shows what was typed and why it failed."""
+    raw = {k: v.strip() for k in FORM_FIELDS if (v := request.query_params.get(k)) is not None and v.strip() != ""}
+    try:
+        return GRPOParams(**raw), None
+    except ValidationError as exc:
+        form = ParamForm.from_params(GRPOParams())
+        form.values.update(raw)
+        for err in exc.errors():
+            name = str(err["loc"][0]) if err["loc"] else "request"
+            form.errors.setdefault(name, err["msg"].removeprefix("Value error, "))
+        return GRPOParams(), form
+
+
+@router.get("/")
+def home(request: Request, cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)]):
+    if cat.default_id is None:
+        return templates.TemplateResponse(request, "error.html", {
+            "status": 503, "title": "No walkthrough loaded",
+            "message": "No walkthrough file in the walkthroughs folder could be loaded.",
+            "entries": cat.entries()}, status_code=503)
+    snapshot = cat.snapshot(cat.default_id)
+    return step_page(request, cat.default_id, snapshot.opening_step_id, cat, dev)
+
+
+@router.get("/walkthroughs/{walkthrough_id}")
+def walkthrough_home(walkthrough_id: str, cat: Annotated[Catalog, Depends(catalog)]):
+    snapshot = find_snapshot(cat, walkthrough_id)
+    return RedirectResponse(f"/walkthroughs/{walkthrough_id}/steps/{snapshot.opening_step_id}", status_code=303)
+
+
+@router.get("/walkthroughs/{walkthrough_id}/steps/{step_id}")
+def step_page(request: Request, walkthrough_id: str, step_id: str,
+              cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)]):
+    snapshot = find_snapshot(cat, walkthrough_id)
+    params, invalid_form = _read_params(request)
+    try:
+        state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=request.query_params.get("expanded"),
+                                node=request.query_params.get("node"), params=params)
+    except UnknownViewPart as exc:
+        raise NotFound(str(exc)) from None
+    screen = build_screen(snapshot, state, dev, invalid_form)
+    context = {"screen": screen, "catalog": cat}
+    if invalid_form is not None:
+        if wants_fragment(request):
+            # The previous view stays: only the form is swapped, and the URL is not pushed.
+            return render(request, "_param_form.html", "_param_form.html", context, 422,
+                          {"HX-Retarget": "#param-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
+        return render(request, "page.html", "_view.html", context, 422)
+    canonical = screen.url()
+    if not wants_fragment(request) and request.url.path != "/" and \
+            dict(request.query_params) != state.query(snapshot):
+        return RedirectResponse(canonical, status_code=303)
+    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else None
+    return render(request, "page.html", "_view.html", context, headers=headers)

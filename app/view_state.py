@@ -1,0 +1,80 @@
+"""Everything a screen shows, as URL state: the server keeps none.
+
+A view is (walkthrough, step, expanded modules, selected node, GRPO params).
+`expanded` and `node` appear in the URL only when they differ from the step's
+saved view, so a step's plain URL is its saved view and a copied URL reopens
+exactly what was on screen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from urllib.parse import quote, urlencode
+
+from .engine import GRPOParams
+from .snapshot import Snapshot
+
+
+class UnknownViewPart(LookupError):
+    """A URL names a step, node or module the walkthrough does not have."""
+
+
+@dataclass(frozen=True)
+class ViewState:
+    walkthrough_id: str
+    step_id: str
+    expanded: tuple[str, ...]
+    node: str | None
+    params: GRPOParams
+
+    @classmethod
+    def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
+              expanded: str | None, node: str | None, params: GRPOParams) -> ViewState:
+        try:
+            step = snapshot.step(step_id)
+        except KeyError:
+            known = ", ".join(s.id for s in snapshot.steps)
+            raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no step {step_id!r}. Its steps: {known}.") from None
+        if expanded is None:
+            open_modules = tuple(step.view.expanded_module_ids)
+        else:
+            open_modules = tuple(dict.fromkeys(m for m in expanded.split(",") if m))
+            module_ids = {m.node_id for m in snapshot.modules}
+            for m in open_modules:
+                if m not in module_ids:
+                    raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no module {m!r} to expand.")
+        if node is not None and node not in snapshot.node_ids:
+            raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no node {node!r}.")
+        selected = node if node is not None else (step.view.selected_node_ids[0] if step.view.selected_node_ids else None)
+        return cls(walkthrough_id, step_id, open_modules, selected, params)
+
+    @classmethod
+    def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState:
+        return cls.parse(snapshot, walkthrough_id, step_id, expanded=None, node=None, params=params)
+
+    def query(self, snapshot: Snapshot) -> dict[str, str]:
+        step = snapshot.step(self.step_id)
+        q: dict[str, str] = {}
+        if set(self.expanded) != set(step.view.expanded_module_ids):
+            q["expanded"] = ",".join(self.expanded)
+        default_node = step.view.selected_node_ids[0] if step.view.selected_node_ids else None
+        if self.node != default_node and self.node is not None:
+            q["node"] = self.node
+        q.update(self.params.query())
+        return q
+
+    def url(self, snapshot: Snapshot) -> str:
+        path = f"/walkthroughs/{quote(self.walkthrough_id, safe='')}/steps/{quote(self.step_id, safe='')}"
+        q = self.query(snapshot)
+        return f"{path}?{urlencode(q)}" if q else path
+
+    def toggled(self, module_id: str) -> ViewState:
+        if module_id in self.expanded:
+            return replace(self, expanded=tuple(m for m in self.expanded if m != module_id))
+        return replace(self, expanded=(*self.expanded, module_id))
+
+    def selecting(self, node_id: str) -> ViewState:
+        return replace(self, node=node_id)
+
+    def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState:
+        """Another step opens at its own saved view; the parameters travel along."""
+        return ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.params)
