@@ -83,4 +83,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception):
         log.exception("unhandled error on %s %s", request.method, request.url.path)
+        if not _is_api(request):
+            return _html_error(request, 500, "Something went wrong",
+                               "The server could not build this page; the error has been logged.")
         return JSONResponse({"error": "internal error; it has been logged"}, status_code=500)

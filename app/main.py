@@ -10,8 +10,9 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from .catalog import Catalog
 from .engine import resolve_device
+from .process_spec import load_processes
 from .errors import install_error_handlers
-from .routes import api, health, pages
+from .routes import api, health, pages, processes
 from .security import SecurityHeadersMiddleware
 from .settings import PROJECT_ROOT, Settings
 
@@ -30,12 +31,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.device = device
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
+    app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
     install_error_handlers(app)
     app.add_middleware(GZipMiddleware, minimum_size=500)
     app.add_middleware(SecurityHeadersMiddleware)
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
     app.include_router(api.router)
+    app.include_router(processes.router)
     app.include_router(pages.router)
     return app
 

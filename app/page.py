@@ -5,10 +5,14 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from .engine import GRPOParams, StepResult, TrainingDiverged, run_grpo_step
+from .engine.processes import run_process
+from .engine.stage_step import stage_step
 from .engine.params import allowed_range
 from .graph import GraphView, build_graph_view
 from .inspector import InspectorView, build_inspector
 from .payloads import is_runnable
+from .process_panel import ProcessPanel, build_process_panel
+from .process_spec import ProcessCatalog
 from .snapshot import Snapshot
 from .view_state import ViewState
 
@@ -43,6 +47,7 @@ class Screen:
     runnable: bool
     run_error: str | None
     form: ParamForm
+    processes: ProcessCatalog | None = None
 
     @property
     def step(self):
@@ -73,7 +78,16 @@ class Screen:
 
     @property
     def inactive(self) -> set[str]:
-        return set()  # nodes that take no part in the chosen process stage (issue 4)
+        """Nodes that take no part in the chosen process stage: drawn dimmed."""
+        if self.result is None:
+            return set()
+        return {n for n, rec in self.result.nodes.items() if rec.inactive_reason is not None}
+
+    @property
+    def panel(self) -> ProcessPanel | None:
+        if self.processes is None or not self.runnable:
+            return None
+        return build_process_panel(self, self.processes)
 
     def path(self) -> str:
         return self.url().split("?", 1)[0]
@@ -88,23 +102,32 @@ class Screen:
 
     def api_url(self) -> str:
         q = {"step": self.state.step_id, **self.state.params.query()}
+        if self.state.process:
+            q["process"] = self.state.process
+            if self.state.stage:
+                q["stage"] = self.state.stage
         return f"/api/walkthroughs/{self.state.walkthrough_id}/tensors?{urlencode(q)}"
 
 
-def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None) -> Screen:
+def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None,
+                 processes: ProcessCatalog | None = None) -> Screen:
     runnable = is_runnable(snapshot)
     result, run_error = None, None
-    if runnable:
+    if runnable and state.process:
+        process = processes.get(state.process)
+        run = run_process(processes, process.id, state.params.seed)
+        result = stage_step(run, state.stage or process.stages[-1].id, state.params.prompt)
+    elif runnable:
         try:
             result = run_grpo_step(state.params, device)
         except TrainingDiverged as exc:
             run_error = str(exc)
     step = snapshot.step(state.step_id)
-    shapes = {nid: rec.shape for nid, rec in result.nodes.items()} if result else None
+    shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
     selected = [state.node] if state.node else []
     graph = build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera,
                              viewport=(step.view.viewport.width, step.view.viewport.height),
                              positions=step.view.node_positions or None, shapes=shapes)
     inspector = build_inspector(snapshot, state.node, result, state.step_id) if state.node else None
     return Screen(snapshot, state, snapshot.step_index(state.step_id), graph, inspector, result,
-                  runnable, run_error, form or ParamForm.from_params(state.params))
+                  runnable, run_error, form or ParamForm.from_params(state.params), processes)

@@ -48,6 +48,9 @@ def walkthrough_summary(entry: CatalogEntry) -> dict:
 
 
 def node_payload(record: NodeRecord) -> dict:
+    if record.inactive_reason is not None:
+        return {"inactive": True, "reason": record.inactive_reason, "shape": None, "dtype": None,
+                "values": None, "grad": None}
     return {"shape": list(record.shape), "dtype": record.dtype, "values": record.values,
             "grad": record.grad, "no_grad_reason": record.no_grad_reason}
 
@@ -67,6 +70,7 @@ def tensors_payload(walkthrough_id: str, snapshot: Snapshot, result: StepResult,
     return {
         "walkthrough": walkthrough_id,
         "step": step_id,
+        "kind": result.kind,
         "device": result.device,
         "params": result.params.model_dump(),
         "prompt": {"index": result.params.prompt, "features": list(result.prompt.features),

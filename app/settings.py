@@ -18,6 +18,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     walkthroughs_dir: Path = PROJECT_ROOT / "walkthroughs"
+    # The training paths; the embedded file unless overridden (env PROCESSES_FILE).
+    processes_file: Path = PROJECT_ROOT / "walkthroughs" / "processes.toml"
     device: Literal["auto", "cpu", "cuda"] = "auto"
     workers: int = Field(1, ge=1, le=64)
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"

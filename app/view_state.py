@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote, urlencode
 
 from .engine import GRPOParams
+from .process_spec import ProcessCatalog
 from .snapshot import Snapshot
 
 
@@ -25,10 +26,14 @@ class ViewState:
     expanded: tuple[str, ...]
     node: str | None
     params: GRPOParams
+    process: str | None = None  # a training path whose stage the graph shows
+    stage: str | None = None  # None = the process's last stage
 
     @classmethod
     def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
-              expanded: str | None, node: str | None, params: GRPOParams) -> ViewState:
+              expanded: str | None, node: str | None, params: GRPOParams,
+              process: str | None = None, stage: str | None = None,
+              processes: ProcessCatalog | None = None) -> ViewState:
         try:
             step = snapshot.step(step_id)
         except KeyError:
@@ -45,7 +50,19 @@ class ViewState:
         if node is not None and node not in snapshot.node_ids:
             raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no node {node!r}.")
         selected = node if node is not None else (step.view.selected_node_ids[0] if step.view.selected_node_ids else None)
-        return cls(walkthrough_id, step_id, open_modules, selected, params)
+        process, stage = process or None, stage or None
+        if process is not None:
+            try:
+                proc = processes.get(process)
+            except (KeyError, AttributeError):
+                raise UnknownViewPart(f"There is no training path {process!r}.") from None
+            if stage is not None and stage not in {s.id for s in proc.stages}:
+                raise UnknownViewPart(f"Training path {process!r} has no stage {stage!r}.")
+            if stage == proc.stages[-1].id:
+                stage = None  # the default: one URL per view
+        elif stage is not None:
+            raise UnknownViewPart(f"Stage {stage!r} needs a training path (process=...).")
+        return cls(walkthrough_id, step_id, open_modules, selected, params, process, stage)
 
     @classmethod
     def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState:
@@ -59,6 +76,10 @@ class ViewState:
         default_node = step.view.selected_node_ids[0] if step.view.selected_node_ids else None
         if self.node != default_node and self.node is not None:
             q["node"] = self.node
+        if self.process:
+            q["process"] = self.process
+            if self.stage:
+                q["stage"] = self.stage
         q.update(self.params.query())
         return q
 
@@ -76,5 +97,9 @@ class ViewState:
         return replace(self, node=node_id)
 
     def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState:
-        """Another step opens at its own saved view; the parameters travel along."""
-        return ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.params)
+        """Another step opens at its own saved view; parameters and training path travel along."""
+        return replace(ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.params),
+                       process=self.process, stage=self.stage)
+
+    def with_process(self, process: str | None, stage: str | None = None) -> ViewState:
+        return replace(self, process=process or None, stage=stage)

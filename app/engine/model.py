@@ -32,11 +32,19 @@ class ToyConfig:
 
 
 class CompletionPolicy(nn.Module):
-    """pi(choice | prompt): Linear(3, 4) logits, then log-probabilities."""
+    """pi(choice | prompt): Linear(3, 4) logits, then log-probabilities.
 
-    def __init__(self, cfg: ToyConfig):
+    With `bottleneck=k` the logits go through a width-k layer first: the
+    distillation path's smaller student (k=1: 11 parameters instead of 16).
+    """
+
+    def __init__(self, cfg: ToyConfig, bottleneck: int | None = None):
         super().__init__()
-        self.logits = nn.Linear(cfg.n_features, cfg.n_choices)
+        if bottleneck is None:
+            self.logits = nn.Linear(cfg.n_features, cfg.n_choices)
+        else:
+            self.logits = nn.Sequential(nn.Linear(cfg.n_features, bottleneck, bias=False),
+                                        nn.Linear(bottleneck, cfg.n_choices))
         self.log_probabilities = nn.LogSoftmax(dim=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (1, F) -> (1, C)

@@ -42,11 +42,18 @@ NO_GRAD_REASON = {
 
 @dataclass(frozen=True)
 class NodeRecord:
-    shape: tuple[int, ...]
-    dtype: str
-    values: list | float
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    values: list | float | None
     grad: list | float | None
     no_grad_reason: str | None = None
+    # Set when the node takes no part in the computation shown (e.g. the clip
+    # under an SFT stage): no numbers are invented for it.
+    inactive_reason: str | None = None
+
+    @classmethod
+    def inactive(cls, reason: str) -> NodeRecord:
+        return cls(None, None, None, None, None, reason)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class StepResult:
     nodes: dict[str, NodeRecord]
     parameter_grads: dict[str, dict]
     history: dict = field(default_factory=dict)
+    kind: str = "grpo"  # or "sft" / "rejection_sampling" for a process stage's step
 
 
 def accuracy_reward(actions: torch.Tensor, prompt: ToyPrompt) -> torch.Tensor:
@@ -167,26 +175,7 @@ def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
     for m in range(params.inner_step):
         _update(model, x, actions, rewards, params.learning_rate, f"iteration {params.iteration}, update {m}")
 
-    result, outputs = _record(model, x, actions, rewards)
-    if not torch.isfinite(result["loss"]):
-        raise TrainingDiverged("the shown step's loss is not finite; lower learning_rate or beta")
-    nodes = {node_id: _node_record(node_id, t) for node_id, t in outputs.items()}
-    eps = params.clip_epsilon
-    ratio, adv = result["ratio"].detach(), result["advantages"].detach()
-    clip_active = ((adv > 0) & (ratio > 1 + eps)) | ((adv < 0) & (ratio < 1 - eps))
-    columns = {
-        "action": actions, "reward": rewards, "logp": result["logp"], "logp_old": result["logp_old"],
-        "logp_ref": result["logp_ref"], "advantage": adv, "ratio": ratio,
-        "clipped": result["surrogate"], "divergence": result["divergence"],
-        "objective": result["per_sample"], "clip_active": clip_active,
-        "ratio_grad": outputs["ratio"].grad,
-    }
-    as_lists = {k: _as_python(v) for k, v in columns.items()}
-    samples = [dict(zip(as_lists, row)) for row in zip(*as_lists.values())]
-    parameter_grads = {
-        f"policy.{name}": {"shape": list(p.shape), "values": _as_python(p), "grad": _as_python(p.grad)}
-        for name, p in model.policy.named_parameters()
-    }
+    recorded = record_grpo_step(model, x, actions, rewards, params.clip_epsilon)
     history = {
         "iterations_before": params.iteration,
         "updates_per_iteration": params.inner_steps,
@@ -197,5 +186,41 @@ def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
         "reward_rule": "override from the request" if params.rewards is not None
         else f"accuracy: 1 if the choice is {prompt.correct}, else 0",
     }
-    return StepResult(params, device, prompt, samples, float(result["objective"].detach()), float(result["loss"].detach()),
-                      nodes, parameter_grads, history)
+    return StepResult(params, device, prompt, recorded.samples, recorded.objective, recorded.loss,
+                      recorded.nodes, recorded.parameter_grads, history)
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    samples: list[dict]
+    objective: float
+    loss: float
+    nodes: dict[str, NodeRecord]
+    parameter_grads: dict[str, dict]
+
+
+def record_grpo_step(model: ToyGRPO, x, actions, rewards, clip_epsilon: float) -> RecordedStep:
+    """One forward + backward of the GRPO loss with every node's value and grad kept."""
+    result, outputs = _record(model, x, actions, rewards)
+    if not torch.isfinite(result["loss"]):
+        raise TrainingDiverged("the shown step's loss is not finite; lower learning_rate or beta")
+    nodes = {node_id: _node_record(node_id, t) for node_id, t in outputs.items()}
+    ratio, adv = result["ratio"].detach(), result["advantages"].detach()
+    clip_active = ((adv > 0) & (ratio > 1 + clip_epsilon)) | ((adv < 0) & (ratio < 1 - clip_epsilon))
+    columns = {
+        "action": actions, "reward": rewards, "logp": result["logp"], "logp_old": result["logp_old"],
+        "logp_ref": result["logp_ref"], "advantage": adv, "ratio": ratio,
+        "clipped": result["surrogate"], "divergence": result["divergence"],
+        "objective": result["per_sample"], "clip_active": clip_active,
+        "ratio_grad": outputs["ratio"].grad,
+    }
+    as_lists = {k: _as_python(v) for k, v in columns.items()}
+    samples = [dict(zip(as_lists, row)) for row in zip(*as_lists.values())]
+    return RecordedStep(samples, float(result["objective"].detach()), float(result["loss"].detach()), nodes,
+                        parameter_grads(model.policy))
+
+
+def parameter_grads(policy) -> dict[str, dict]:
+    return {f"policy.{name}": {"shape": list(p.shape), "values": _as_python(p),
+                               "grad": None if p.grad is None else _as_python(p.grad)}
+            for name, p in policy.named_parameters()}

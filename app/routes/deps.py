@@ -11,6 +11,7 @@ from pydantic.fields import FieldInfo
 from ..catalog import Catalog, CatalogEntry
 from ..engine import GRPOParams
 from ..errors import NotFound
+from ..process_spec import Process, ProcessCatalog, Stage
 from ..snapshot import Snapshot
 
 
@@ -34,6 +35,25 @@ def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
         return GRPOParams(**query.model_dump(exclude_none=True))
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+
+
+def process_catalog(request: Request) -> ProcessCatalog:
+    return request.app.state.processes
+
+
+def find_process(processes: ProcessCatalog, process_id: str) -> Process:
+    try:
+        return processes.get(process_id)
+    except KeyError:
+        raise NotFound(f"unknown process {process_id!r} (processes: {', '.join(processes.ids)})") from None
+
+
+def find_stage(process: Process, stage_id: str) -> Stage:
+    try:
+        return process.stage(stage_id)
+    except KeyError:
+        known = ", ".join(s.id for s in process.stages)
+        raise NotFound(f"process {process.id!r} has no stage {stage_id!r} (stages: {known})") from None
 
 
 def catalog(request: Request) -> Catalog:

@@ -9,10 +9,11 @@ from starlette.responses import RedirectResponse
 
 from ..catalog import Catalog
 from ..engine import GRPOParams
+from ..process_spec import ProcessCatalog
 from ..errors import NotFound
 from ..page import FORM_FIELDS, ParamForm, build_screen
 from ..view_state import UnknownViewPart, ViewState
-from .deps import catalog, device, find_snapshot
+from .deps import catalog, device, find_snapshot, process_catalog
 from .rendering import render, templates, wants_fragment
 
 router = APIRouter(include_in_schema=False)
@@ -33,14 +34,15 @@ def _read_params(request: Request) -> tuple[GRPOParams, ParamForm | None]:
 
 
 @router.get("/")
-def home(request: Request, cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)]):
+def home(request: Request, cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)],
+         processes: Annotated[ProcessCatalog, Depends(process_catalog)]):
     if cat.default_id is None:
         return templates.TemplateResponse(request, "error.html", {
             "status": 503, "title": "No walkthrough loaded",
             "message": "No walkthrough file in the walkthroughs folder could be loaded.",
             "entries": cat.entries()}, status_code=503)
     snapshot = cat.snapshot(cat.default_id)
-    return step_page(request, cat.default_id, snapshot.opening_step_id, cat, dev)
+    return step_page(request, cat.default_id, snapshot.opening_step_id, cat, dev, processes)
 
 
 @router.get("/walkthroughs/{walkthrough_id}")
@@ -51,15 +53,18 @@ def walkthrough_home(walkthrough_id: str, cat: Annotated[Catalog, Depends(catalo
 
 @router.get("/walkthroughs/{walkthrough_id}/steps/{step_id}")
 def step_page(request: Request, walkthrough_id: str, step_id: str,
-              cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)]):
+              cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)],
+              processes: Annotated[ProcessCatalog, Depends(process_catalog)]):
     snapshot = find_snapshot(cat, walkthrough_id)
     params, invalid_form = _read_params(request)
     try:
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=request.query_params.get("expanded"),
-                                node=request.query_params.get("node"), params=params)
+                                node=request.query_params.get("node"), params=params,
+                                process=request.query_params.get("process"), stage=request.query_params.get("stage"),
+                                processes=processes)
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
-    screen = build_screen(snapshot, state, dev, invalid_form)
+    screen = build_screen(snapshot, state, dev, invalid_form, processes)
     context = {"screen": screen, "catalog": cat}
     if invalid_form is not None:
         if wants_fragment(request):
