@@ -37,6 +37,8 @@ class CatalogEntry:
 
 class Catalog:
     def __init__(self, entries: list[CatalogEntry] | tuple[CatalogEntry, ...] = ()) -> None:
+        # Uploaded snapshots (app.uploads.UploadStore), consulted after the folder's own.
+        self.uploads = None
         self._entries = list(entries)
         self._by_id: dict[str, CatalogEntry] = {}
         for entry in self._entries:
@@ -66,11 +68,16 @@ class Catalog:
         return list(self._entries)
 
     def get(self, walkthrough_id: str) -> CatalogEntry:
-        return self._by_id[walkthrough_id]
+        entry = self._by_id.get(walkthrough_id)
+        if entry is None and self.uploads is not None:
+            entry = self.uploads.get(walkthrough_id)
+        if entry is None:
+            raise KeyError(walkthrough_id)
+        return entry
 
     def snapshot(self, walkthrough_id: str) -> Snapshot:
         """The loaded snapshot; KeyError if the id is unknown or failed to load."""
-        entry = self._by_id[walkthrough_id]
+        entry = self.get(walkthrough_id)
         if entry.snapshot is None:
             raise KeyError(walkthrough_id)
         return entry.snapshot

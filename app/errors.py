@@ -9,6 +9,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .engine import TrainingDiverged
+from .engine.compute import ComputeBusy
+from .uploads import UploadRejected
 from .engine.params import allowed_range
 
 log = logging.getLogger("app.errors")
@@ -72,6 +74,22 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _diverged(_request: Request, exc: TrainingDiverged):
         detail = [{"param": "learning_rate", "message": str(exc), "allowed": allowed_range("learning_rate")}]
         return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
+
+    @app.exception_handler(UploadRejected)
+    async def _rejected(request: Request, exc: UploadRejected):
+        if not _is_api(request):
+            return _html_error(request, exc.status, "Upload refused", str(exc))
+        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    @app.exception_handler(ComputeBusy)
+    async def _busy(request: Request, exc: ComputeBusy):
+        # Queued work is bounded: past the bound, say so at once instead of piling up.
+        headers = {"Retry-After": "1"}
+        if not _is_api(request):
+            response = _html_error(request, 503, "Busy", f"The server is busy computing: {exc}.")
+            response.headers.update(headers)
+            return response
+        return JSONResponse({"error": f"busy: {exc}"}, status_code=503, headers=headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):

@@ -10,11 +10,13 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from .catalog import Catalog
 from .engine import resolve_device
+from .engine.compute import LIMITER
 from .process_spec import load_processes
 from .errors import install_error_handlers
 from .routes import api, health, pages, processes
 from .security import SecurityHeadersMiddleware
 from .settings import PROJECT_ROOT, Settings
+from .uploads import UploadStore
 
 log = logging.getLogger("app")
 
@@ -25,12 +27,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.device == "auto":
         log.info("device auto -> %s", device)
     torch.set_num_threads(settings.torch_threads)
+    LIMITER.configure(settings.compute_slots, settings.compute_queue)
 
     app = FastAPI(title="GRPO walkthrough", version="0.1.0",
                   description="Every number computed by PyTorch on the server.")
     app.state.settings = settings
     app.state.device = device
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
+    app.state.catalog.uploads = UploadStore(settings.uploads_dir, settings.max_uploads)
     app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
     install_error_handlers(app)
     app.add_middleware(GZipMiddleware, minimum_size=500)

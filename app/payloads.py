@@ -83,3 +83,9 @@ def tensors_payload(walkthrough_id: str, snapshot: Snapshot, result: StepResult,
         "nodes": {nid: node_payload(result.nodes[nid]) for nid in node_ids},
         "parameter_grads": result.parameter_grads,
     }
+
+
+def upload_payload(entry: CatalogEntry) -> dict:
+    snap = entry.snapshot
+    return {"id": entry.id, "name": snap.name, "runnable": is_runnable(snap), "steps": len(snap.steps),
+            "url": f"/walkthroughs/{entry.id}/steps/{snap.opening_step_id}"}

@@ -25,3 +25,10 @@ class Settings(BaseSettings):
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     # torch's default intra-op pool only adds overhead for tensors this small
     torch_threads: int = Field(1, ge=1, le=256)
+    # Uncached computations running at once (COMPUTE_SLOTS) and waiting (COMPUTE_QUEUE);
+    # past that a request gets 503 + Retry-After instead of piling onto the CPU.
+    compute_slots: int = Field(2, ge=1, le=64)
+    compute_queue: int = Field(64, ge=0, le=10_000)
+    # Uploaded snapshots: content-addressed files, at most MAX_UPLOADS kept.
+    uploads_dir: Path = Path("/tmp/grpo-walkthrough-uploads")
+    max_uploads: int = Field(64, ge=1, le=10_000)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
 
 from ..process_spec import ProcessCatalog, Stage
+from .compute import cached_computation
 from .model import CompletionPolicy, ToyConfig, ToyGRPO
 from .prompts import TOY_PROMPTS, base_state, student_base_state
 from .rewards import reward_table
@@ -189,13 +189,9 @@ def _rejection_sampling(stage: Stage, start: dict, gen: torch.Generator):
     return tuple(kept), samples.numel()
 
 
+@cached_computation(maxsize=64)
 def run_process(catalog: ProcessCatalog, process_id: str, seed: int, iterations_scale: int = 1) -> ProcessRun:
     """Deterministic per (catalog, process, seed, scale); earlier processes it needs run first (cached)."""
-    return _run_process(catalog, process_id, seed, iterations_scale)  # one cache key form
-
-
-@lru_cache(maxsize=64)
-def _run_process(catalog: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> ProcessRun:
     began = time.perf_counter()
     process = catalog.get(process_id)
     checkpoints = _checkpoints_before(catalog, process_id, seed, iterations_scale)

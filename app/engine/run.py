@@ -12,10 +12,10 @@ not applied.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import torch
 
+from .compute import cached_computation
 from .model import ToyConfig, ToyGRPO
 from .params import GRPOParams
 from .prompts import TOY_PROMPTS, ToyPrompt, base_state
@@ -147,7 +147,7 @@ def _node_record(node_id: str, t: torch.Tensor) -> NodeRecord:
                       None if grad is None else _as_python(grad), reason)
 
 
-@lru_cache(maxsize=512)
+@cached_computation(maxsize=512)
 def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
     """Deterministic for (params, device): safe to cache, safe to call from many threads."""
     cfg = ToyConfig(clip_epsilon=params.clip_epsilon, beta=params.beta,

@@ -7,11 +7,10 @@ take no part in a stage are marked inactive, never given invented numbers.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import torch
 import torch.nn.functional as F
 
+from .compute import cached_computation
 from .model import ToyConfig, ToyGRPO
 from .params import GRPOParams
 from .processes import DTYPE, GRPO_LR, GROUP_SIZE, INNER_STEPS, X, ProcessRun, StageRun, new_policy
@@ -45,7 +44,7 @@ def _policy_outputs(policy, x, with_grad: bool) -> tuple[dict[str, torch.Tensor]
     return outputs, logp
 
 
-@lru_cache(maxsize=256)
+@cached_computation(maxsize=256)
 def stage_step(run: ProcessRun, stage_id: str, prompt: int) -> StepResult:
     stage_run = run.stage(stage_id)
     kind = stage_run.stage.kind

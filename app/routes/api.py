@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 
 from ..catalog import Catalog
@@ -12,8 +14,8 @@ from ..engine.processes import run_process
 from ..engine.stage_step import stage_step
 from ..process_spec import ProcessCatalog
 from ..errors import NotRunnable
-from ..payloads import is_runnable, tensors_payload, walkthrough_item, walkthrough_summary
-from .deps import catalog, find_process, find_stage, grpo_params, process_catalog, check_node, check_step, device, find_entry, find_snapshot
+from ..payloads import is_runnable, tensors_payload, upload_payload, walkthrough_item, walkthrough_summary
+from .deps import read_capped, catalog, find_process, find_stage, grpo_params, process_catalog, check_node, check_step, device, find_entry, find_snapshot
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -58,3 +60,14 @@ def get_tensors(
     stage_id = find_stage(proc, stage).id if stage is not None else proc.stages[-1].id
     result = stage_step(run_process(processes, proc.id, params.seed), stage_id, params.prompt)
     return {"process": proc.id, "stage": stage_id, **tensors_payload(walkthrough_id, snapshot, result, step, node)}
+
+
+@router.post("/walkthroughs", status_code=201, responses={200: {"description": "Already uploaded"},
+                                                          413: {"description": "Over 2 MB"},
+                                                          422: {"description": "Not a valid export"}})
+async def upload_walkthrough(request: Request, file: Annotated[UploadFile, File()],
+                             cat: Annotated[Catalog, Depends(catalog)]):
+    """Open your own `tensorviz.graph` export: validated like the built-in ones, kept by content hash."""
+    raw = await read_capped(file)
+    entry, created = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
+    return JSONResponse(upload_payload(entry), status_code=201 if created else 200)

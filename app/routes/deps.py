@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query, Request
+from fastapi import Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -13,6 +13,7 @@ from ..engine import GRPOParams
 from ..errors import NotFound
 from ..process_spec import Process, ProcessCatalog, Stage
 from ..snapshot import Snapshot
+from ..uploads import MAX_BYTES, UploadRejected
 
 
 def _query_field(name: str, field: FieldInfo):
@@ -54,6 +55,14 @@ def find_stage(process: Process, stage_id: str) -> Stage:
     except KeyError:
         known = ", ".join(s.id for s in process.stages)
         raise NotFound(f"process {process.id!r} has no stage {stage_id!r} (stages: {known})") from None
+
+
+async def read_capped(file: UploadFile) -> bytes:
+    """Read at most MAX_BYTES + 1: the cap holds however big the body claims to be."""
+    raw = await file.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise UploadRejected(413, "the file is larger than the 2 MB limit")
+    return raw
 
 
 def catalog(request: Request) -> Catalog:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, File, Request, UploadFile
+from starlette.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from starlette.responses import RedirectResponse
 
@@ -13,7 +14,9 @@ from ..process_spec import ProcessCatalog
 from ..errors import NotFound
 from ..page import FORM_FIELDS, ParamForm, build_screen
 from ..view_state import UnknownViewPart, ViewState
-from .deps import catalog, device, find_snapshot, process_catalog
+from ..payloads import upload_payload
+from ..uploads import UploadRejected
+from .deps import catalog, device, find_snapshot, process_catalog, read_capped
 from .rendering import render, templates, wants_fragment
 
 router = APIRouter(include_in_schema=False)
@@ -43,6 +46,23 @@ def home(request: Request, cat: Annotated[Catalog, Depends(catalog)], dev: Annot
             "entries": cat.entries()}, status_code=503)
     snapshot = cat.snapshot(cat.default_id)
     return step_page(request, cat.default_id, snapshot.opening_step_id, cat, dev, processes)
+
+
+@router.get("/walkthroughs/new")
+def upload_form(request: Request):
+    return templates.TemplateResponse(request, "upload.html", {"error": None})
+
+
+@router.post("/walkthroughs/new")
+async def upload_page(request: Request, cat: Annotated[Catalog, Depends(catalog)],
+                      file: Annotated[UploadFile, File()]):
+    """The form's target: success opens the snapshot; a refusal shows the reason next to the field."""
+    try:
+        raw = await read_capped(file)
+        entry, _ = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
+    except UploadRejected as exc:
+        return templates.TemplateResponse(request, "upload.html", {"error": str(exc)}, status_code=exc.status)
+    return RedirectResponse(upload_payload(entry)["url"], status_code=303)
 
 
 @router.get("/walkthroughs/{walkthrough_id}")
