@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import grpo_reference as ref
-from app.engine.processes import GROUP_SIZE, GRPO_LR, SFT_LR, _run_process, run_process
+from app.engine.processes import GROUP_SIZE, GRPO_LR, run_process
 from app.engine.prompts import TOY_PROMPTS
 from app.engine.stage_step import stage_step
 from app.process_spec import load_processes
@@ -140,9 +140,9 @@ def test_language_reward_changes_what_rl_learns(runs):
 
 
 def test_deterministic_per_seed_and_r1_accuracy_is_stable():
-    _run_process.cache_clear()
+    run_process.cache_clear()
     a = run_process(CATALOG, "r1", 0)
-    _run_process.cache_clear()
+    run_process.cache_clear()
     b = run_process(CATALOG, "r1", 0)
     assert a is not b
     assert [p.metrics for s in a.stages for p in s.curve] == [p.metrics for s in b.stages for p in s.curve]
