@@ -231,6 +231,15 @@ def _edge_path(src: Box, dst: Box, obstacles: Iterable[Box]) -> str:
     and hide behind it; such an edge arches above, higher the longer it is, so arcs
     from one node nest instead of sharing one line.
     """
+    overlaps_x = src[0] < dst[0] + dst[2] and dst[0] < src[0] + src[2]
+    if overlaps_x and (dst[1] >= src[1] + src[3] or src[1] >= dst[1] + dst[3]):
+        # Stacked boxes (members of one module): bottom-to-top, not a loop round the side.
+        down = dst[1] >= src[1] + src[3]
+        x1, y1 = src[0] + src[2] / 2, src[1] + (src[3] if down else 0)
+        x2, y2 = dst[0] + dst[2] / 2, dst[1] + (0 if down else dst[3])
+        bend = max(abs(y2 - y1) / 2, GAP / 2) * (1 if down else -1)
+        return (f"M{fmt(x1)} {fmt(y1)} C{fmt(x1)} {fmt(y1 + bend)} "
+                f"{fmt(x2)} {fmt(y2 - bend)} {fmt(x2)} {fmt(y2)}")
     x1, y1 = src[0] + src[2], src[1] + src[3] / 2
     x2, y2 = dst[0], dst[1] + dst[3] / 2
     bend = max(abs(x2 - x1) / 2, GAP)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
-from .charts import CHAR_W, MINUS, Text, Tick, _r, fmt, nice_ticks, tick_label
+from .charts import CHAR_W, Text, Tick, _r, fmt, nice_ticks, tick_label
 
 KIND_LABELS = {"sft": "SFT", "grpo": "GRPO", "rejection_sampling": "Rejection sampling",
                "distill_sft": "Distillation SFT"}
@@ -105,7 +105,7 @@ def _handoff(prev_output: str, stage: dict) -> str:
     return "checkpoint" if stage.get("start") == prev_output else "then"
 
 
-def pipeline(process: dict, selected_stage: str | None, width: float = 680, per_row: int = 3) -> Pipeline:
+def pipeline(process: dict, selected_stage: str | None, width: float = 720, per_row: int = 3) -> Pipeline:
     stages = list(process["stages"])
     if not stages:
         raise ValueError("pipeline needs at least one stage")
@@ -370,12 +370,12 @@ class ComparisonChart:
     caption: str
 
 
-COMPARE_METRICS = (
-    ("accuracy", "Final accuracy (share of the six prompts)", 1.0),
-    ("eval_reward", "Eval reward (max 2)", 2.0),
-    ("divergence", "Divergence from the starting checkpoint (KL, lower = closer)", None),
-    ("p_correct", "P(readable correct answer)", 1.0),
-    ("p_mixed", "P(mixed-language answer)", 1.0),
+COMPARE_METRICS = (  # key, short name, heading, fixed scale (None: from the data)
+    ("accuracy", "accuracy", "Final accuracy (share of the six prompts)", 1.0),
+    ("eval_reward", "eval reward", "Eval reward (max 2)", 2.0),
+    ("divergence", "divergence", "Divergence from the starting checkpoint (KL, lower = closer)", None),
+    ("p_correct", "P(readable correct)", "P(readable correct answer)", 1.0),
+    ("p_mixed", "P(mixed language)", "P(mixed-language answer)", 1.0),
 )
 
 
@@ -386,7 +386,7 @@ def comparison(payload: dict, width: float = 640, bar_h: float = 16) -> Comparis
     gutter = max(len(p["title"]) for p in procs) * CHAR_W + 14
     track_x, track_w = gutter, width - gutter - 56
     groups, y = [], 8.0
-    for key, name, fixed in COMPARE_METRICS:
+    for key, _short, name, fixed in COMPARE_METRICS:
         vals = [float(p["final"][key]) for p in procs]
         top = max(vals + [0.0])
         scale = fixed if fixed is not None and top <= fixed else \
@@ -404,7 +404,8 @@ def comparison(payload: dict, width: float = 640, bar_h: float = 16) -> Comparis
         groups.append(CompareGroup(key, heading, scale, _r(track_x), _r(track_w), tuple(bars)))
         y += 20 + len(procs) * (bar_h + 4) + 14
     summary = "Toy numbers, final metrics of each path: " + "; ".join(
-        f"{p['title']}: " + ", ".join(f"{k} {fmt(p['final'][k])}" for k, _n, _f in COMPARE_METRICS) for p in procs) + "."
+        f"{p['title']}: " + ", ".join(f"{short} {fmt(p['final'][k])}" for k, short, _h, _f in COMPARE_METRICS)
+        for p in procs) + "."
     caption = ("Toy numbers from this server's run, not the paper's. Bar length is the value on the "
                "group's scale; each path keeps its fill pattern (solid, hatched, dotted) in every group.")
     return ComparisonChart(_r(width), _r(y), tuple(groups), summary, caption)

@@ -12,7 +12,9 @@ def stage_item(stage: Stage) -> dict:
     return {"id": stage.id, "kind": stage.kind, "title": stage.title, "start": stage.start,
             "reference": stage.reference, "output": stage.output, "reward": list(stage.reward),
             "reward_by_role": role_rewards(stage.reward) if stage.reward else None,
-            "data": stage.data, "iterations": stage.iterations,
+            "data": stage.data,
+            "iterations": stage.iterations if stage.kind != "rejection_sampling" else 0,
+            "samples_per_prompt": stage.samples_per_prompt if stage.kind == "rejection_sampling" else None,
             "paper": {"fact": stage.paper, "section": stage.paper_section},
             "toy_analogue": stage.toy}
 

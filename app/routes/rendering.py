@@ -7,7 +7,7 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from starlette.responses import HTMLResponse
 
-from .. import charts
+from .. import charts, process_charts
 from ..settings import PROJECT_ROOT
 
 templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"))
@@ -32,6 +32,7 @@ def full_number(value) -> str:
 templates.env.filters["num"] = format_number
 templates.env.filters["full"] = full_number
 templates.env.globals["charts"] = charts
+templates.env.globals["process_charts"] = process_charts
 
 
 def wants_fragment(request: Request) -> bool:
