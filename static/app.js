@@ -24,7 +24,9 @@
     if (from.x === to.x && from.y === to.y && from.z === to.z) return;
     var start = null, duration = 450;
     g.setAttribute("transform", cameraTransform(from));
-    g.classList.add("moving");
+    // A data attribute, not a class: htmx's settle step resets the class of elements
+    // with an id (#camera) 20 ms after the swap.
+    g.setAttribute("data-moving", "true");
     function frame(t) {
       if (start === null) start = t;
       var k = Math.min(1, (t - start) / duration);
@@ -35,20 +37,24 @@
         requestAnimationFrame(frame);
       } else {
         g.setAttribute("transform", cameraTransform(to)); // exactly the saved camera
-        g.classList.remove("moving");
+        g.removeAttribute("data-moving");
       }
     }
     requestAnimationFrame(frame);
   }
 
-  function setupPanzoom() {
+  // start: {pan: {x, y}, scale} to begin where the user was (Panzoom applies its start
+  // position in a timeout, so it cannot be set by a pan() call right after creation).
+  function setupPanzoom(start) {
     // With script, a node is one Tab stop (Enter activates it); its inner links
     // are the no-script fallback and would triple the stops.
     document.querySelectorAll(".graph a").forEach(function (a) { a.setAttribute("tabindex", "-1"); });
     var target = document.querySelector(".pan-target");
     if (!target || typeof Panzoom === "undefined") return;
+    start = start && start.pan ? start : { pan: { x: 0, y: 0 }, scale: 1 };
     panzoom = Panzoom(target, { maxScale: 8, minScale: 0.25, step: 0.2, cursor: "grab",
-                                animate: !reducedMotion.matches, duration: 200 });
+                                animate: !reducedMotion.matches, duration: 200,
+                                startX: start.pan.x, startY: start.pan.y, startScale: start.scale });
     target.parentElement.addEventListener("wheel", function (e) {
       if (!e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); panzoom.zoomWithWheel(e); }
     }, { passive: false });
@@ -112,6 +118,33 @@
     else if (e.key === "0") { e.preventDefault(); panzoom.reset(); }
   });
 
+  // Keyboard focus can land on a node outside the frame (a step's camera shows only part
+  // of the graph): pan it into view, so focus is never hidden. Only for keyboard focus
+  // (:focus-visible): moving a node under a pressed mouse would turn its click into a miss.
+  // The frame itself never scrolls; panning is the only way its content moves.
+  function reveal(node) {
+    var frame = document.querySelector(".graph-frame");
+    if (!frame || !panzoom || !node.isConnected) return;
+    // During a camera tween the node is still moving: measure once it has landed.
+    if (document.querySelector("#camera[data-moving]")) { setTimeout(function () { reveal(node); }, 60); return; }
+    frame.scrollLeft = 0; frame.scrollTop = 0;
+    var f = frame.getBoundingClientRect(), r = node.getBoundingClientRect(), m = 16;
+    function shift(lo, hi, flo, fhi) {
+      if (hi - lo > fhi - flo - 2 * m || lo < flo + m) return flo + m - lo;
+      return hi > fhi - m ? fhi - m - hi : 0;
+    }
+    var dx = shift(r.left, r.right, f.left, f.right), dy = shift(r.top, r.bottom, f.top, f.bottom);
+    if (dx || dy) {
+      var s = panzoom.getScale();
+      panzoom.pan(dx / s, dy / s, { relative: true, animate: false });
+    }
+  }
+
+  document.addEventListener("focusin", function (e) {
+    var node = e.target.closest && e.target.closest(".graph [data-node-id]");
+    if (node && node.matches(":focus-visible")) requestAnimationFrame(function () { reveal(node); });
+  });
+
   function remember() {
     var frame = document.querySelector(".graph-frame");
     var content = document.querySelector(".view-content");
@@ -121,14 +154,17 @@
     var focusedNode = active && active.closest ? active.closest("[data-node-id]") : null;
     previous.focusId = focusedNode ? focusedNode.getAttribute("data-node-id") : null;
     previous.focusFormField = active && active.closest && active.closest("#param-form") ? active.id : null;
+    previous.pan = panzoom ? { pan: panzoom.getPan(), scale: panzoom.getScale() } : null;
   }
 
   function afterSwap(target) {
     var content = document.querySelector(".view-content");
     if (!content) return;
     if (target && target.id === "view") {
-      setupPanzoom();
       var stepChanged = previous.step !== content.getAttribute("data-step-id");
+      // Same step (a module opened, a node selected, parameters changed): keep the user's
+      // pan and zoom, or the module they just opened would jump back out of the frame.
+      setupPanzoom(stepChanged ? null : previous.pan);
       var frame = document.querySelector(".graph-frame");
       if (stepChanged) animateCamera(previous.camera, parseCamera(frame && frame.getAttribute("data-camera")));
       document.title = content.getAttribute("data-title") || document.title;
@@ -148,6 +184,28 @@
       (invalid || field) && (invalid || field).focus();
     }
   }
+
+  // htmx keeps a copy of the page's HTML for Back/Forward. Panzoom's inline styles must
+  // not go into it: restoring them as style attributes is refused by the CSP. Strip them
+  // while htmx copies the page (synchronously, right after this event), then put them back.
+  document.addEventListener("htmx:beforeHistorySave", function () {
+    var styled = Array.prototype.slice.call(document.querySelectorAll(".graph-frame[style], .pan-target[style]"));
+    var saved = styled.map(function (el) { return el.style.cssText; });
+    styled.forEach(function (el) { el.removeAttribute("style"); });
+    queueMicrotask(function () {
+      styled.forEach(function (el, i) { if (el.isConnected) el.style.cssText = saved[i]; });
+    });
+  });
+
+  // Back/Forward put an earlier copy of the page back: bind pan/zoom to its elements and
+  // show the step's saved camera (the copy may have been taken in the middle of a tween).
+  document.addEventListener("htmx:historyRestore", function () {
+    var g = document.getElementById("camera");
+    var frame = document.querySelector(".graph-frame");
+    var camera = parseCamera(frame && frame.getAttribute("data-camera"));
+    if (g && camera) { g.setAttribute("transform", cameraTransform(camera)); g.removeAttribute("data-moving"); }
+    setupPanzoom();
+  });
 
   document.addEventListener("htmx:beforeSwap", remember);
   document.addEventListener("htmx:afterSwap", function (e) { afterSwap(e.detail.target); });

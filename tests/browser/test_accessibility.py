@@ -1,0 +1,99 @@
+"""axe-core on every kind of page, accessible names, visible keyboard focus, clean consoles."""
+import re
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import expect
+
+from browser_helpers import STEPS, wait_settled
+
+pytestmark = pytest.mark.browser
+
+PAGES = [step.path for step in STEPS] + [
+    "/walkthroughs/toy_grpo/steps/policy?node=policy.log_probabilities",   # probability bars
+    "/walkthroughs/toy_grpo/steps/clip?node=python%40clipped%230",         # clip plot, group table
+    "/walkthroughs/toy_grpo/steps/policy?node=input",                      # shape warning
+    "/walkthroughs/toy_grpo/steps/clip?clip_epsilon=2",                    # form error (422)
+    "/walkthroughs/other/steps/second",                                    # view-only snapshot
+    "/no/such/page",                                                       # 404 page
+]
+BLOCKING = {"serious", "critical"}
+INTERACTIVE = "a[href], button, input:not([type=hidden]), select, textarea, [role=button], [tabindex='0']"
+
+
+@pytest.fixture(scope="module")
+def axe() -> Axe:
+    return Axe()
+
+
+def describe(violations) -> str:
+    return "\n".join(f"{v['id']} ({v['impact']}): {v['help']} -> "
+                     + "; ".join(", ".join(n["target"]) for n in v["nodes"][:8])
+                     for v in violations)
+
+
+def test_axe_finds_no_serious_violations(page, axe, problems):
+    problems.allowed += ["status of 422", "status of 404"]   # the two error pages' own status
+    found = {}
+    for url in PAGES:
+        page.goto(url)
+        wait_settled(page)
+        violations = axe.run(page).response["violations"]
+        found[url] = violations
+        print(f"axe {url}: " + (describe(violations) or "no violations"))
+    blocking = {url: [v for v in vs if v["impact"] in BLOCKING] for url, vs in found.items()}
+    assert not any(blocking.values()), "\n\n".join(f"{url}\n{describe(vs)}" for url, vs in blocking.items() if vs)
+
+
+def test_every_control_has_an_accessible_name(page):
+    for url in (STEPS[2].path, "/walkthroughs/toy_grpo/steps/policy?node=policy.log_probabilities",
+                "/walkthroughs/other/steps/second"):
+        page.goto(url)
+        wait_settled(page)
+        controls = page.locator(INTERACTIVE)
+        count = controls.count()
+        assert count > 20, url
+        for i in range(count):
+            expect(controls.nth(i)).to_have_accessible_name(re.compile(r"\S"))
+        # the graph's nodes say what they are; the step navigation is labelled
+        expect(page.get_by_role("group", name=re.compile(r"^Model graph of "))).to_have_count(1)
+        expect(page.get_by_role("navigation", name="Walkthrough steps")).to_have_count(1)
+        expect(page.get_by_role("toolbar", name="Graph view")).to_have_count(1)
+
+
+FOCUS_STYLE = """el => {
+  const s = getComputedStyle(el);
+  const box = el.querySelector(':scope > .box, :scope > .container-box');
+  return {
+    tag: el.tagName, id: el.id || el.getAttribute('data-node-id') || el.textContent.trim().slice(0, 30),
+    outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2,
+    stroke: box ? parseFloat(getComputedStyle(box).strokeWidth) >= 4 : false,
+    visible: el.matches(':focus-visible'),
+  };
+}"""
+
+
+def test_keyboard_focus_is_always_visible(page):
+    page.goto(STEPS[2].path)
+    wait_settled(page)
+    page.locator("body").focus()
+    seen, kinds = [], set()
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        focused = page.locator(":focus")
+        if focused.count() == 0:
+            break
+        style = focused.evaluate(FOCUS_STYLE)
+        seen.append(style)
+        kinds.add(style["tag"])
+        assert style["visible"] and (style["outline"] or style["stroke"]), style
+    # the tab order reached the skip link, links, buttons, graph nodes and the form
+    assert {"A", "BUTTON", "g", "INPUT"} <= kinds, kinds
+    nodes = [s for s in seen if s["tag"] == "g"]
+    assert len(nodes) >= 8 and all(s["outline"] and s["stroke"] for s in nodes), nodes
+    # the skip link comes first and moves focus to the walkthrough
+    page.locator("body").focus()
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to the walkthrough")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_in_viewport()
