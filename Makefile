@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test install install-test chromium bench clean
+.PHONY: run test install install-test system-deps bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,13 +35,17 @@ $(VENV)/.test-stamp: pyproject.toml $(VENV)/.app-stamp
 	touch $@
 
 install: $(VENV)/.app-stamp
-install-test: $(VENV)/.test-stamp chromium
+install-test: $(VENV)/.test-stamp system-deps
 
-# Browser tests drive Debian's Chromium; Playwright's own download cannot work here.
-chromium:
-	@if [ ! -x $(CHROMIUM) ]; then \
+# Browser tests drive Debian's Chromium (Playwright's own download cannot work here);
+# the benchmark and its smoke test drive wrk. One apt-get update, only if one is missing.
+system-deps:
+	@missing=""; \
+	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
+	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
+	if [ -n "$$missing" ]; then \
 		$(SUDO) apt-get update && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends chromium; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	fi
 
 run: install
@@ -49,6 +53,14 @@ run: install
 
 test: install-test
 	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Benchmark (bench/README.md): wrk + Chromium against the app on loopback, one table,
+# bench/results.json. BENCH_DEVICE=cuda on a GPU machine; BENCH_ARGS=--smoke for a quick check.
+BENCH_DEVICE ?= cpu
+BENCH_ARGS  ?=
+
+bench: install-test
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python bench/run.py --device $(BENCH_DEVICE) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-output

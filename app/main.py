@@ -14,6 +14,7 @@ from .engine.compute import LIMITER
 from .process_spec import load_processes
 from .errors import install_error_handlers
 from .routes import api, health, pages, processes
+from .response_cache import ResponseCacheMiddleware
 from .security import SecurityHeadersMiddleware
 from .settings import PROJECT_ROOT, Settings
 from .uploads import UploadStore
@@ -37,7 +38,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.catalog.uploads = UploadStore(settings.uploads_dir, settings.max_uploads)
     app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
     install_error_handlers(app)
-    app.add_middleware(GZipMiddleware, minimum_size=500)
+    # Outermost last: security headers on everything, then the response cache
+    # (it keeps compressed bodies, keyed on Accept-Encoding), then compression.
+    app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
+    if settings.response_cache_mb > 0:
+        app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024)
     app.add_middleware(SecurityHeadersMiddleware)
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
@@ -47,4 +52,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-app = create_app()
+def __getattr__(name: str):
+    # `uvicorn app.main:app` works without building an app whenever app.main is imported.
+    if name == "app":
+        return create_app()
+    raise AttributeError(name)

@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     # past that a request gets 503 + Retry-After instead of piling onto the CPU.
     compute_slots: int = Field(2, ge=1, le=64)
     compute_queue: int = Field(64, ge=0, le=10_000)
+    # Whole-response cache for deterministic GETs (RESPONSE_CACHE_MB; 0 turns it off).
+    response_cache_mb: int = Field(64, ge=0, le=4096)
     # Uploaded snapshots: content-addressed files, at most MAX_UPLOADS kept.
     uploads_dir: Path = Path("/tmp/grpo-walkthrough-uploads")
     max_uploads: int = Field(64, ge=1, le=10_000)

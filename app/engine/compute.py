@@ -34,16 +34,17 @@ class ComputeLimiter:
         if getattr(self._held, "depth", 0):
             self._held.depth += 1
             return self
-        with self._lock:
-            if self.waiting >= self.max_waiting:
-                raise ComputeBusy(f"{self.slots} computations running and {self.waiting} waiting; retry shortly")
-            self.waiting += 1
-        try:
-            if not self._semaphore.acquire(timeout=self.timeout_s):
-                raise ComputeBusy(f"no compute slot freed within {self.timeout_s:g} s; retry shortly")
-        finally:
+        if not self._semaphore.acquire(blocking=False):  # a free slot: no queueing at all
             with self._lock:
-                self.waiting -= 1
+                if self.waiting >= self.max_waiting:
+                    raise ComputeBusy(f"{self.slots} computations running and {self.waiting} waiting; retry shortly")
+                self.waiting += 1
+            try:
+                if not self._semaphore.acquire(timeout=self.timeout_s):
+                    raise ComputeBusy(f"no compute slot freed within {self.timeout_s:g} s; retry shortly")
+            finally:
+                with self._lock:
+                    self.waiting -= 1
         self._held.depth = 1
         return self
 
@@ -56,10 +57,16 @@ class ComputeLimiter:
 LIMITER = ComputeLimiter()
 
 
-def cached_computation(maxsize: int):
-    """LRU cache whose misses run under LIMITER; defaults are bound, so f(x) and f(x, default) share a key."""
+def cached_computation(maxsize: int, weight=lambda result: 1):
+    """LRU cache whose misses run under LIMITER; defaults are bound, so f(x) and f(x, default) share a key.
+
+    `maxsize` bounds the summed `weight` of the entries, so a few huge results
+    (G = 4096) cannot pin as much memory as many small ones.
+    """
     def decorate(fn):
         cache: OrderedDict = OrderedDict()
+        weights: dict = {}
+        total = 0
         lock = threading.Lock()
         signature = inspect.signature(fn)
 
@@ -74,19 +81,28 @@ def cached_computation(maxsize: int):
                     return cache[args]
             with LIMITER:
                 result = fn(*args)
+            nonlocal total
             with lock:
+                if args not in cache:
+                    weights[args] = max(1, int(weight(result)))
+                    total += weights[args]
                 cache[args] = result
                 cache.move_to_end(args)
-                while len(cache) > maxsize:
-                    cache.popitem(last=False)
+                while total > maxsize and len(cache) > 1:
+                    old, _ = cache.popitem(last=False)
+                    total -= weights.pop(old)
             return result
 
         def cache_clear() -> None:
+            nonlocal total
             with lock:
                 cache.clear()
+                weights.clear()
+                total = 0
 
         wrapper.cache_clear = cache_clear
         wrapper.cache_len = lambda: len(cache)
+        wrapper.cache_weight = lambda: total
         wrapper.maxsize = maxsize
         return wrapper
     return decorate

@@ -147,7 +147,8 @@ def _node_record(node_id: str, t: torch.Tensor) -> NodeRecord:
                       None if grad is None else _as_python(grad), reason)
 
 
-@cached_computation(maxsize=512)
+# One unit ~ a G=8 result (~32 KB as Python lists); G=4096 weighs 65 units (~4.5 MB).
+@cached_computation(maxsize=512, weight=lambda r: 1 + r.params.group_size // 64)
 def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
     """Deterministic for (params, device): safe to cache, safe to call from many threads."""
     cfg = ToyConfig(clip_epsilon=params.clip_epsilon, beta=params.beta,
