@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .engine import TrainingDiverged
 from .engine.compute import ComputeBusy
+from .security import security_headers
 from .uploads import UploadRejected
 from .engine.params import allowed_range
 
@@ -100,8 +101,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception):
+        # Starlette answers these outside all middleware, so the headers are added here.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         if not _is_api(request):
-            return _html_error(request, 500, "Something went wrong",
-                               "The server could not build this page; the error has been logged.")
-        return JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
+            response = _html_error(request, 500, "Something went wrong",
+                                   "The server could not build this page; the error has been logged.")
+        else:
+            response = JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
+        response.headers.update(security_headers(request.url.path))
+        return response

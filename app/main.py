@@ -17,7 +17,7 @@ from .routes import api, health, pages, processes
 from .response_cache import ResponseCacheMiddleware
 from .security import SecurityHeadersMiddleware
 from .settings import PROJECT_ROOT, Settings
-from .uploads import UploadStore
+from .uploads import UPLOAD_PATH, UploadStore
 
 log = logging.getLogger("app")
 
@@ -42,7 +42,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # (it keeps compressed bodies, keyed on Accept-Encoding), then compression.
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
     if settings.response_cache_mb > 0:
-        app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024)
+        app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024,
+                           skip=UPLOAD_PATH.match)  # an upload can be evicted: never replay it
     app.add_middleware(SecurityHeadersMiddleware)
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from .engine import GRPOParams, StepResult, TrainingDiverged, run_grpo_step
 from .engine.processes import run_process
 from .engine.stage_step import stage_step
-from .engine.params import allowed_range
+from .engine.params import allowed_range, format_param
 from .graph import GraphView, build_graph_view
 from .inspector import InspectorView, build_inspector
 from .payloads import is_runnable
@@ -32,7 +32,7 @@ class ParamForm:
         values = {}
         for name in FORM_FIELDS:
             v = getattr(params, name)
-            values[name] = "" if v is None else ",".join(f"{r:g}" for r in v) if name == "rewards" else f"{v:g}" if isinstance(v, float) else str(v)
+            values[name] = params.query().get(name) or ("" if v is None else format_param(v))
         return cls(values, {}, {n: allowed_range(n) for n in FORM_FIELDS})
 
 

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from .catalog import CatalogEntry
 from .engine import RUNNABLE_NODE_IDS, NodeRecord, StepResult
+from .engine.run import RUNNABLE_NODE_OPS
 from .graph import visible_node_ids
 from .snapshot import Snapshot
 
 
 def is_runnable(snapshot: Snapshot) -> bool:
-    """The torch model matches a snapshot that has exactly its nodes."""
-    return snapshot.node_ids == RUNNABLE_NODE_IDS
+    """The torch model matches a snapshot that has exactly its nodes, with their ops."""
+    return snapshot.node_ids == RUNNABLE_NODE_IDS and all(
+        snapshot.node(n).op == op for n, op in RUNNABLE_NODE_OPS.items())
 
 
 def walkthrough_item(entry: CatalogEntry) -> dict:

@@ -14,24 +14,25 @@ from collections import OrderedDict
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CACHED_PREFIXES = ("/api/walkthroughs", "/api/processes", "/walkthroughs/", "/static/")
-KEY_HEADERS = (b"hx-request", b"hx-history-restore-request", b"host")
+# Pages link static files root-relative, so Host does not change a body.
+KEY_HEADERS = (b"hx-request", b"hx-history-restore-request")
 
 
 class ResponseCacheMiddleware:
     def __init__(self, app: ASGIApp, max_entries: int = 2048, max_bytes: int = 64 * 1024 * 1024,
-                 max_entry_bytes: int = 2 * 1024 * 1024) -> None:
+                 max_entry_bytes: int = 2 * 1024 * 1024, skip=None) -> None:
         self.app = app
+        self.skip = skip or (lambda path: False)  # paths whose answer can change (evictable uploads)
         self.max_entries, self.max_bytes, self.max_entry_bytes = max_entries, max_bytes, max_entry_bytes
         self._entries: OrderedDict[tuple, tuple[int, list, bytes]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _key(scope: Scope) -> tuple | None:
+    def _key(self, scope: Scope) -> tuple | None:
         if scope["type"] != "http" or scope["method"] != "GET":
             return None
         path = scope["path"]
-        if not (path == "/" or path.startswith(CACHED_PREFIXES)):
+        if not (path == "/" or path.startswith(CACHED_PREFIXES)) or self.skip(path):
             return None
         headers = dict(scope["headers"])
         if b"if-none-match" in headers or b"if-modified-since" in headers or b"range" in headers:

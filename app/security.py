@@ -44,3 +44,9 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def security_headers(path: str) -> dict[str, str]:
+    """The same headers as a dict, for responses built outside the middleware (500s)."""
+    csp = DOCS_CSP if path.startswith(DOCS_PATHS) else APP_CSP
+    return {**{k.decode(): v.decode() for k, v in STATIC_HEADERS}, "content-security-policy": csp}

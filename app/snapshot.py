@@ -48,10 +48,53 @@ def _one_of(what: str, value: Any, allowed: Any) -> Any:
     return value
 
 
+MAX_DEPTH = 64  # no real export nests deeper; deeper input only feeds recursion
+
+
+def text_depth(text: str | bytes) -> int:
+    """Deepest bracket nesting of JSON text, found without a recursive parser."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def value_depth(value: Any) -> int:
+    """Deepest nesting of parsed JSON (iterative: a deep value cannot overflow the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
 def _loads_if_str(value: Any) -> Any:
     # The exporter nests JSON documents inside JSON strings (anchor contexts).
     if not isinstance(value, str):
         return value
+    if text_depth(value) > MAX_DEPTH:
+        raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
@@ -409,7 +452,11 @@ def parse_snapshot(raw: bytes | str | dict, source: str = "<upload>") -> Snapsho
     """Parse and validate an export; raises only SnapshotError."""
     if isinstance(raw, dict):
         data: Any = raw
+        if value_depth(data) > MAX_DEPTH:
+            raise SnapshotError(source, "$", f"nesting deeper than {MAX_DEPTH} levels")
     else:
+        if text_depth(raw) > MAX_DEPTH:
+            raise SnapshotError(source, "$", f"nesting deeper than {MAX_DEPTH} levels")
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

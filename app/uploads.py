@@ -16,13 +16,13 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .catalog import CatalogEntry
-from .snapshot import SnapshotError, parse_snapshot
+from .snapshot import MAX_DEPTH, SnapshotError, parse_snapshot, text_depth
 
 log = logging.getLogger(__name__)
 
 MAX_BYTES = 2 * 1024 * 1024
-MAX_DEPTH = 64
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+UPLOAD_PATH = re.compile(r"^/(api/)?walkthroughs/[0-9a-f]{16}(/|$)")
 
 
 class UploadRejected(ValueError):
@@ -37,23 +37,8 @@ def upload_id(raw: bytes) -> str:
 
 def check_depth(raw: bytes, limit: int = MAX_DEPTH) -> None:
     """Refuse deep nesting before any parser recurses into it."""
-    depth, in_string, escaped = 0, False, False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > limit:
-                raise UploadRejected(422, f"<upload>: $: nesting deeper than {limit} levels")
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+    if text_depth(raw) > limit:
+        raise UploadRejected(422, f"<upload>: $: nesting deeper than {limit} levels")
 
 
 class UploadStore:
@@ -91,11 +76,15 @@ class UploadStore:
     def get(self, ident: str) -> CatalogEntry | None:
         if not ID_PATTERN.fullmatch(ident):
             return None  # only our own hex ids ever reach the file system
+        path = self._path(ident)
+        if not path.exists():  # evicted, perhaps by another worker
+            with self._lock:
+                self._parsed.pop(ident, None)
+            return None
         with self._lock:
             if ident in self._parsed:
                 self._parsed.move_to_end(ident)
                 return self._parsed[ident]
-        path = self._path(ident)
         try:
             raw = path.read_bytes()
         except OSError:

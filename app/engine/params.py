@@ -62,6 +62,8 @@ class GRPOParams(BaseModel):
             except ValueError:
                 raise ValueError("must be comma-separated numbers, e.g. 1,0,0,1") from None
         values = tuple(float(v) for v in value)
+        if not 2 <= len(values) <= MAX_GROUP_SIZE:
+            raise ValueError(f"a group needs 2 to {MAX_GROUP_SIZE} rewards, got {len(values)}")
         if not all(math.isfinite(v) and abs(v) <= MAX_ABS_REWARD for v in values):
             raise ValueError(f"every reward must be a finite number with |r| <= {MAX_ABS_REWARD:g}")
         return values
@@ -80,14 +82,17 @@ class GRPOParams(BaseModel):
         # `?rewards=1,1,1,1` alone means a group of four: G follows the override.
         if isinstance(data, dict) and data.get("group_size") in (None, "") and data.get("rewards") not in (None, ""):
             rewards = data["rewards"]
-            data = {**data, "group_size": len(rewards.split(",")) if isinstance(rewards, str) else len(rewards)}
+            size = len(rewards.split(",")) if isinstance(rewards, str) else len(rewards)
+            if 2 <= size <= MAX_GROUP_SIZE:  # otherwise the rewards validator names the problem
+                data = {**data, "group_size": size}
         return data
 
     def query(self) -> dict[str, str]:
         """The non-default parameters as URL query values (view state lives in the URL)."""
         out = {}
         for name, value in self.model_dump(exclude_defaults=True).items():
-            out[name] = ",".join(f"{v:g}" for v in value) if name == "rewards" else f"{value:g}" if isinstance(value, float) else str(value)
+            # repr: the shortest text that reads back as the same float (":g" would round)
+            out[name] = ",".join(format_param(v) for v in value) if name == "rewards" else format_param(value)
         return out
 
 
@@ -109,6 +114,12 @@ def allowed_range(name: str) -> str | None:
     if low is None and high is None:
         return None
     return f"{low or ''}{name}{high or ''}"
+
+
+def format_param(value) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))  # 1.0 -> "1", as people type it
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def _fmt(bound) -> str:

@@ -32,6 +32,14 @@ MODULE_NODES = (
 )
 STATEMENT_NODES = {"python@ratio#0": "ratio", "python@clipped#0": "clipped"}
 RUNNABLE_NODE_IDS = frozenset(MODULE_NODES) | set(STATEMENT_NODES) | {"input", "sub@ToyGRPO#0", "output"}
+# What each node must be for this model to run it: same ids with other ops is another model.
+RUNNABLE_NODE_OPS = {
+    **{n: "Module" for n in ("policy", "old_policy", "reference_policy", "advantages", "ratio", "clipped", "divergence")},
+    **{f"{m}.logits": "Linear" for m in ("policy", "old_policy", "reference_policy")},
+    **{f"{m}.log_probabilities": "LogSoftmax" for m in ("policy", "old_policy", "reference_policy")},
+    **{n: "Python" for n in STATEMENT_NODES},
+    "input": "Input", "sub@ToyGRPO#0": "torch.sub", "output": "Output",
+}
 
 NO_GRAD_REASON = {
     "old_policy": "frozen: the old policy only supplies pi_old",

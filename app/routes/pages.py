@@ -71,7 +71,8 @@ def walkthrough_home(walkthrough_id: str, cat: Annotated[Catalog, Depends(catalo
     return RedirectResponse(f"/walkthroughs/{walkthrough_id}/steps/{snapshot.opening_step_id}", status_code=303)
 
 
-@router.get("/walkthroughs/{walkthrough_id}/steps/{step_id}")
+# `:path`: a step id may contain "/" (it is only ever compared, never used as a path)
+@router.get("/walkthroughs/{walkthrough_id}/steps/{step_id:path}")
 def step_page(request: Request, walkthrough_id: str, step_id: str,
               cat: Annotated[Catalog, Depends(catalog)], dev: Annotated[str, Depends(device)],
               processes: Annotated[ProcessCatalog, Depends(process_catalog)]):

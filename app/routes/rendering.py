@@ -1,7 +1,7 @@
 """Full page or fragment, decided in one place from the HX-Request header."""
 from __future__ import annotations
 
-from pathlib import Path
+import hashlib
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -50,6 +50,19 @@ def render(request: Request, page: str, fragment: str, context: dict, status_cod
     return response
 
 
-def static_version(path: Path) -> str:
-    """Cache-busting token for a static file: its modification time."""
-    return str(int(path.stat().st_mtime))
+def static_url(name: str) -> str:
+    """A root-relative URL with a content hash: never built from the Host header
+    (which a client controls), and a changed file gets a new URL."""
+    return f"/static/{name}?v={_STATIC_VERSIONS.get(name) or _version(name)}"
+
+
+_STATIC_VERSIONS: dict[str, str] = {}
+
+
+def _version(name: str) -> str:
+    digest = hashlib.sha256((PROJECT_ROOT / "static" / name).read_bytes()).hexdigest()[:10]
+    _STATIC_VERSIONS[name] = digest
+    return digest
+
+
+templates.env.globals["static"] = static_url
