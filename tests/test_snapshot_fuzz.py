@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import time
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
