@@ -24,7 +24,7 @@ class ProcessPanel:
     process: dict | None
     stage: dict | None
     stage_urls: dict[str, str]
-    comparison: dict
+    comparison: dict | None  # only with a path chosen: it runs all three paths
     form_action: str
     hidden: dict[str, str]
 
@@ -44,6 +44,8 @@ def build_process_panel(screen, processes: ProcessCatalog) -> ProcessPanel:
         last = process["stages"][-1]["id"]
         stage_urls = {s["id"]: screen.url(state.with_process(state.process, None if s["id"] == last else s["id"]))
                       for s in process["stages"]}
-    comparison = comparison_payload(processes, [run_process(processes, pid, seed) for pid in processes.ids])
+    comparison = None
+    if state.process:  # the plain walkthrough step should not pay for three training runs
+        comparison = comparison_payload(processes, [run_process(processes, pid, seed) for pid in processes.ids])
     hidden = {k: v for k, v in state.query(snapshot).items() if k not in ("process", "stage")}
     return ProcessPanel(options, process, stage, stage_urls, comparison, screen.path(), hidden)
