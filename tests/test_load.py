@@ -13,6 +13,7 @@ count and p50/p99 latency.
 """
 from __future__ import annotations
 
+from run_async import run_async
 import asyncio
 import contextlib
 import hashlib
@@ -246,7 +247,7 @@ def test_load_64_connections(tmp_path, request):
         with httpx.Client(base_url=server.url, timeout=60) as client:
             for path in WARM_UP:
                 assert client.get(path).status_code == 200, path
-        results = asyncio.run(drive(server.url, LOAD_SECONDS, CONCURRENCY))
+        results = run_async(drive(server.url, LOAD_SECONDS, CONCURRENCY))
         report(request, "load: " + summary(results, LOAD_SECONDS))
         assert not results.errors, f"{len(results.errors)} errors, e.g. {results.errors[:5]}"
         assert len(results.retried) <= max(2, results.count // 1000), f"connections dropped: {results.retried[:5]}"

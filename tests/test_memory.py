@@ -9,6 +9,7 @@ more than the result cache holds).
 """
 from __future__ import annotations
 
+from run_async import run_async
 import asyncio
 import itertools
 import time
@@ -77,9 +78,9 @@ async def send(base_url: str, requests, n: int, concurrency: int = 16, budget_s:
 def test_rss_after_10000_distinct_requests_is_bounded(tmp_path, request):
     with running_server(tmp_path, "--device", "cpu", "--log-level", "warning") as server:
         requests = distinct_requests()
-        assert not asyncio.run(send(server.url, requests, 1_000))
+        assert not run_async(send(server.url, requests, 1_000))
         after_1k = rss_mb(server.proc.pid)
-        errors = asyncio.run(send(server.url, requests, 9_000))
+        errors = run_async(send(server.url, requests, 9_000))
         after_10k = rss_mb(server.proc.pid)
         report(request, f"memory: RSS {after_1k:.0f} MB after 1,000 distinct requests, {after_10k:.0f} MB after "
                         f"10,000 (+{after_10k - after_1k:.0f} MB; bound +{MAX_GROWTH_MB} MB)")

@@ -16,6 +16,7 @@ cached results and /healthz still answer; nested process runs cannot deadlock on
 """
 from __future__ import annotations
 
+from run_async import run_async
 import asyncio
 import builtins
 import copy
@@ -323,7 +324,7 @@ def test_compute_limit_refuses_extra_work_with_503_at_once(tmp_path):
         cached = httpx.get(server.url + "/api/walkthroughs/toy_grpo/tensors", timeout=30)
         assert cached.status_code == 200
         paths = [f"{HEAVY}{seed}" for seed in range(1000, 1012)]
-        responses = asyncio.run(_burst(server.url, paths + ["/api/walkthroughs/toy_grpo/tensors", "/healthz"]))
+        responses = run_async(_burst(server.url, paths + ["/api/walkthroughs/toy_grpo/tensors", "/healthz"]))
         *heavy, again_cached, health = responses
         statuses = sorted(r.status_code for r in heavy)
         assert set(statuses) <= {200, 503}, statuses
