@@ -145,7 +145,7 @@ def _record(model: ToyGRPO, x, actions, rewards) -> tuple[dict, dict[str, torch.
     return result, outputs
 
 
-def _node_record(node_id: str, t: torch.Tensor) -> NodeRecord:
+def node_record(node_id: str, t: torch.Tensor) -> NodeRecord:
     grad = t.grad if t.requires_grad else None
     reason = None
     if grad is None:
@@ -213,7 +213,7 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards, clip_epsilon: float) -
     result, outputs = _record(model, x, actions, rewards)
     if not torch.isfinite(result["loss"]):
         raise TrainingDiverged("the shown step's loss is not finite; lower learning_rate or beta")
-    nodes = {node_id: _node_record(node_id, t) for node_id, t in outputs.items()}
+    nodes = {node_id: node_record(node_id, t) for node_id, t in outputs.items()}
     ratio, adv = result["ratio"].detach(), result["advantages"].detach()
     clip_active = ((adv > 0) & (ratio > 1 + clip_epsilon)) | ((adv < 0) & (ratio < 1 - clip_epsilon))
     columns = {

@@ -15,7 +15,7 @@ from .model import ToyConfig, ToyGRPO
 from .params import GRPOParams
 from .processes import DTYPE, GRPO_LR, GROUP_SIZE, INNER_STEPS, X, ProcessRun, StageRun, new_policy
 from .prompts import TOY_PROMPTS
-from .run import (RUNNABLE_NODE_IDS, NodeRecord, StepResult, _as_python, _node_record, parameter_grads,
+from .run import (RUNNABLE_NODE_IDS, NodeRecord, StepResult, node_record, parameter_grads,
                   record_grpo_step)
 
 POLICY_NODES = ("input", "policy", "policy.logits", "policy.log_probabilities")
@@ -96,10 +96,10 @@ def _sft_step(run: ProcessRun, stage_run: StageRun, prompt: int) -> StepResult:
         loss.retain_grad()
         loss.backward()
         outputs["output"] = loss
-        nodes.update({n: _node_record(n, t) for n, t in outputs.items()})
+        nodes.update({n: node_record(n, t) for n, t in outputs.items()})
         loss_value = float(loss.detach())
     else:
-        nodes.update({n: _node_record(n, t.detach()) for n, t in outputs.items()})
+        nodes.update({n: node_record(n, t.detach()) for n, t in outputs.items()})
         nodes["output"] = NodeRecord.inactive(f"prompt {prompt} has no training example in this stage")
         loss_value = 0.0
     history = _history(run, stage_run, shown=f"the stage's last update, prompt {prompt}'s share of the mean "
@@ -116,7 +116,7 @@ def _sampling_step(run: ProcessRun, stage_run: StageRun, prompt: int) -> StepRes
     outputs, logp = _policy_outputs(policy, X[prompt:prompt + 1], with_grad=False)
     nodes = _inactive(GRPO_ONLY + ["output"], "rejection sampling takes no gradient step")
     for n, t in outputs.items():
-        rec = _node_record(n, t)
+        rec = node_record(n, t)
         nodes[n] = NodeRecord(rec.shape, rec.dtype, rec.values, None, "rejection sampling takes no gradient step")
     kept = [c for (i, c) in stage_run.dataset if i == prompt]
     samples = [{"action": c, "role": TOY_PROMPTS[prompt].role(c), "logp": float(logp[0, c]), "kept": True}
