@@ -49,6 +49,9 @@ def _one_of(what: str, value: Any, allowed: Any) -> Any:
 
 
 MAX_DEPTH = 64  # no real export nests deeper; deeper input only feeds recursion
+# A readable graph has far fewer; past these a page would be tens of MB of SVG.
+MAX_ITEMS = {("document", "semantic", "nodes"): 10_000, ("document", "semantic", "edges"): 50_000,
+             ("collaboration", "walkthrough", "steps"): 1_000}
 
 
 def text_depth(text: str | bytes) -> int:
@@ -467,6 +470,12 @@ def parse_snapshot(raw: bytes | str | dict, source: str = "<upload>") -> Snapsho
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
             type(data), "a number")
         raise SnapshotError(source, "$", f"top level must be a JSON object, not {kind}")
+    for keys, limit in MAX_ITEMS.items():
+        items = data
+        for key in keys:
+            items = items.get(key) if isinstance(items, dict) else None
+        if isinstance(items, list) and len(items) > limit:
+            raise SnapshotError(source, ".".join(keys), f"{len(items)} items exceed the limit of {limit}")
     try:
         return Snapshot.model_validate(data)
     except ValidationError as exc:
