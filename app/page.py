@@ -32,7 +32,8 @@ class ParamForm:
         values = {}
         for name in FORM_FIELDS:
             v = getattr(params, name)
-            values[name] = params.query().get(name) or ("" if v is None else format_param(v))
+            values[name] = ("" if v is None else ",".join(map(format_param, v)) if name == "rewards"
+                            else format_param(v))
         return cls(values, {}, {n: allowed_range(n) for n in FORM_FIELDS})
 
 

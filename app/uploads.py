@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .catalog import CatalogEntry
-from .snapshot import MAX_DEPTH, SnapshotError, parse_snapshot, text_depth
+from .snapshot import SnapshotError, parse_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +35,6 @@ def upload_id(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def check_depth(raw: bytes, limit: int = MAX_DEPTH) -> None:
-    """Refuse deep nesting before any parser recurses into it."""
-    if text_depth(raw) > limit:
-        raise UploadRejected(422, f"<upload>: $: nesting deeper than {limit} levels")
-
-
 class UploadStore:
     def __init__(self, directory: Path, max_uploads: int = 64, parsed_cache: int = 32) -> None:
         self.directory = directory
@@ -50,10 +44,12 @@ class UploadStore:
         self._lock = threading.Lock()
 
     def add(self, raw: bytes, filename: str = "upload.json") -> tuple[CatalogEntry, bool]:
-        """Validate and keep an upload; returns (entry, created). Raises UploadRejected."""
+        """Validate and keep an upload; returns (entry, created). Raises UploadRejected.
+
+        parse_snapshot refuses deep nesting itself, before any recursive parser runs.
+        """
         if len(raw) > MAX_BYTES:
             raise UploadRejected(413, f"the file is larger than the 2 MB limit ({len(raw)} bytes)")
-        check_depth(raw)
         ident = upload_id(raw)
         try:
             snapshot = parse_snapshot(raw, source="<upload>")
