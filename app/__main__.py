@@ -7,8 +7,8 @@ import sys
 
 import uvicorn
 
-from .engine import DeviceUnavailable, resolve_device
-from .settings import Settings
+from .engine.device import DeviceUnavailable, resolve_device
+from .web.settings import Settings
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -3,7 +3,7 @@ import copy
 import json
 from pathlib import Path
 
-SEED_PATH = Path(__file__).resolve().parent.parent / "walkthroughs" / "toy_grpo.tensorviz.json"
+from paths import SEED_PATH  # noqa: F401  (re-exported for the tests that import it from here)
 
 
 def seed_dict() -> dict:

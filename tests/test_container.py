@@ -20,7 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from test_load import ROOT, _wait_healthy, free_port, stop
+from live_server import free_port, stop, wait_healthy
+from paths import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -175,7 +176,7 @@ def test_the_image_cmd_and_healthcheck_work_with_the_image_env(instructions, tmp
         proc = subprocess.Popen(python + cmd[1:], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        _wait_healthy(proc, port, log_path, 90)
+        wait_healthy(proc, port, log_path, 90)
         assert f"127.0.0.1:{port}" in log_path.read_text(), "PORT and HOST came from the environment"
         assert httpx.get(f"http://127.0.0.1:{port}/api/walkthroughs/toy_grpo").status_code == 200
         check = subprocess.run(python + health_cmd[1:], env=env, capture_output=True, timeout=30)

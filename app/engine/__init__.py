@@ -1,11 +1,6 @@
-"""Torch side of the app: the ToyGRPO model, its parameters and recorded runs.
+"""Engine layer: torch only. The ToyGRPO model, its parameters, recorded runs and the training paths.
 
-Knows nothing of the web layer.
+Imports `app.domain`, never `app.views` or `app.web`. Entry points: `grpo_step.run_grpo_step`
+(the walkthrough's step), `processes.run_process` + `stage_step.stage_step` (the training
+paths) and `select.step_for_view`, which picks between them for a view.
 """
-from .device import DeviceUnavailable, resolve_device
-from .params import GRPOParams
-from .prompts import TOY_PROMPTS
-from .run import RUNNABLE_NODE_IDS, NodeRecord, StepResult, TrainingDiverged, run_grpo_step
-
-__all__ = ["DeviceUnavailable", "GRPOParams", "NodeRecord", "RUNNABLE_NODE_IDS", "StepResult",
-           "TOY_PROMPTS", "TrainingDiverged", "resolve_device", "run_grpo_step"]

@@ -8,6 +8,11 @@ class DeviceUnavailable(RuntimeError):
     pass
 
 
+def set_threads(n: int) -> None:
+    """torch's intra-op threads; for tensors this small more threads only add overhead."""
+    torch.set_num_threads(n)
+
+
 def resolve_device(requested: str) -> str:
     """`auto` prefers CUDA when present; an explicit `cuda` without CUDA fails fast."""
     if requested == "auto":

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+DTYPE = torch.float64  # the one dtype of every tensor: tiny tensors, exact-enough numbers matter more than speed
+
 
 @dataclass(frozen=True)
 class ToyConfig:

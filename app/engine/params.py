@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .prompts import TOY_PROMPTS
+from ..domain.toy_task import TOY_PROMPTS
 
 MAX_GROUP_SIZE = 4096
 MAX_ITERATION = 50
@@ -86,41 +86,3 @@ class GRPOParams(BaseModel):
             if 2 <= size <= MAX_GROUP_SIZE:  # otherwise the rewards validator names the problem
                 data = {**data, "group_size": size}
         return data
-
-    def query(self) -> dict[str, str]:
-        """The non-default parameters as URL query values (view state lives in the URL)."""
-        out = {}
-        for name, value in self.model_dump(exclude_defaults=True).items():
-            # repr: the shortest text that reads back as the same float (":g" would round)
-            out[name] = ",".join(format_param(v) for v in value) if name == "rewards" else format_param(value)
-        return out
-
-
-def allowed_range(name: str) -> str | None:
-    """Human-readable bounds of a parameter, from its Field constraints."""
-    field = GRPOParams.model_fields.get(name)
-    if field is None:
-        return None
-    low = high = None
-    for c in field.metadata:
-        for attr, sym in (("ge", "<="), ("gt", "<")):
-            if getattr(c, attr, None) is not None:
-                low = f"{_fmt(getattr(c, attr))} {sym} "
-        for attr, sym in (("le", "<="), ("lt", "<")):
-            if getattr(c, attr, None) is not None:
-                high = f" {sym} {_fmt(getattr(c, attr))}"
-    if name == "rewards":
-        return f"group_size comma-separated finite numbers, |r| <= {MAX_ABS_REWARD:g}"
-    if low is None and high is None:
-        return None
-    return f"{low or ''}{name}{high or ''}"
-
-
-def format_param(value) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return str(int(value))  # 1.0 -> "1", as people type it
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _fmt(bound) -> str:
-    return str(bound) if isinstance(bound, int) else f"{bound:g}"

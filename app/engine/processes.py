@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from ..process_spec import ProcessCatalog, Stage
+from ..domain.process_spec import ProcessCatalog, Stage
+from ..domain.toy_task import TOY_PROMPTS
+from .checkpoints import base_state, student_base_state
 from .compute import cached_computation
-from .model import CompletionPolicy, ToyConfig, ToyGRPO
-from .prompts import TOY_PROMPTS, base_state, student_base_state
-from .rewards import reward_table
+from .model import DTYPE, CompletionPolicy, ToyConfig, ToyGRPO
+from .rewards import rewards_for
+from .training import descend, sgd
 
-DTYPE = torch.float64
 GROUP_SIZE = 16  # G: R1 used 16 (§2.2.1)
 INNER_STEPS = 2  # mu: policy updates per sampled group, so rho moves off 1
 GRPO_LR = 0.3
@@ -33,13 +34,6 @@ EVAL_REWARD = ("accuracy", "format", "language")  # one yardstick for every stag
 STUDENT_BOTTLENECK = 1
 
 X = torch.tensor([p.features for p in TOY_PROMPTS], dtype=DTYPE)  # (P, F)
-REWARDS = {}  # (components) -> (P, C) table, filled lazily
-
-
-def rewards_for(components: tuple[str, ...]) -> torch.Tensor:
-    if components not in REWARDS:
-        REWARDS[components] = torch.stack([reward_table(components, p) for p in TOY_PROMPTS])  # (P, C)
-    return REWARDS[components]
 
 
 def new_policy(checkpoint: dict[str, torch.Tensor]) -> CompletionPolicy:
@@ -51,6 +45,11 @@ def new_policy(checkpoint: dict[str, torch.Tensor]) -> CompletionPolicy:
 
 def snapshot_state(policy: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in policy.state_dict().items()}
+
+
+METRICS_NOTE = ("eval_reward: expected accuracy + format + language reward (max 2); "
+                "accuracy: share of the six prompts whose most likely choice is right; "
+                "divergence: mean KL(final || base checkpoint) (the student: || its own base)")
 
 
 @dataclass(frozen=True)
@@ -132,6 +131,7 @@ def _grpo_stage(stage: Stage, start: dict, reference: dict, gen: torch.Generator
     model.policy.load_state_dict(start)
     model.reference_policy.load_state_dict(reference)
     table = rewards_for(stage.reward)
+    optimizer = sgd(model.policy, GRPO_LR)
     curve, last = [], None
     for it in range(iterations):
         model.old_policy.load_state_dict(model.policy.state_dict())
@@ -143,13 +143,9 @@ def _grpo_stage(stage: Stage, start: dict, reference: dict, gen: torch.Generator
             if it == iterations - 1 and m == INNER_STEPS - 1:
                 last = LastUpdate(snapshot_state(model.policy), snapshot_state(model.old_policy),
                                   snapshot_state(model.reference_policy), actions, rewards)
-            model.policy.zero_grad(set_to_none=True)
             loss = torch.stack([model(X[i:i + 1], actions[i], rewards[i])["loss"]
                                 for i in range(len(TOY_PROMPTS))]).mean()
-            loss.backward()
-            with torch.no_grad():
-                for p in model.policy.parameters():
-                    p -= GRPO_LR * p.grad
+            descend(optimizer, loss)
         curve.append(CurvePoint(it + 1, measure(model.policy, model.reference_policy), float(loss.detach()),
                                 float(rewards.mean())))
     return snapshot_state(model.policy), tuple(curve), last
@@ -161,16 +157,13 @@ def _sft_stage(start: dict, reference: dict, data: tuple[tuple[int, int], ...], 
         return snapshot_state(policy), (), None
     idx = torch.tensor([d[0] for d in data])
     target = torch.tensor([d[1] for d in data])
+    optimizer = sgd(policy, SFT_LR)
     curve, last = [], None
     for it in range(iterations):
         if it == iterations - 1:
             last = LastUpdate(snapshot_state(policy), None, snapshot_state(ref), None, None, data)
-        policy.zero_grad(set_to_none=True)
         loss = F.nll_loss(policy(X[idx]), target)  # cross-entropy on log-probabilities
-        loss.backward()
-        with torch.no_grad():
-            for p in policy.parameters():
-                p -= SFT_LR * p.grad
+        descend(optimizer, loss)
         curve.append(CurvePoint(it + 1, measure(policy, ref), float(loss.detach()), None))
     return snapshot_state(policy), tuple(curve), last
 

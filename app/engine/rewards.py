@@ -1,40 +1,28 @@
-"""Rule-based rewards of the toy, analogues of DeepSeek-R1's (§2.2.2, §2.3.2, §2.3.4).
-
-Each component maps a choice's role (see prompts.ToyPrompt) to a number; a
-stage's reward is the sum of its components. The values are the toy's choice,
-not the paper's: the paper gives no numeric weights.
-"""
+"""Reward tensors from the domain's reward components (docs/design.md §4)."""
 from __future__ import annotations
 
 import torch
 
-from .prompts import ROLES, ToyPrompt
+from ..domain.rewards import role_rewards
+from ..domain.toy_task import TOY_PROMPTS, ToyPrompt
+from .model import DTYPE
 
-# role -> reward, per component
-COMPONENTS: dict[str, dict[str, float]] = {
-    # the final answer can be parsed and is right
-    "accuracy": {"correct": 1.0, "mixed": 1.0, "unformatted": 0.0, "wrong": 0.0},
-    # reasoning kept inside the <think>...</think> template
-    "format": {"correct": 0.5, "mixed": 0.5, "unformatted": 0.0, "wrong": 0.5},
-    # R1's language-consistency reward: the reasoning stays in one language
-    "language": {"correct": 0.5, "mixed": 0.0, "unformatted": 0.5, "wrong": 0.5},
-    # stands in for R1's helpfulness/harmlessness reward models in the final RL stage
-    "preference": {"correct": 0.5, "mixed": 0.0, "unformatted": 0.0, "wrong": 0.0},
-}
-
-DESCRIPTIONS = {
-    "accuracy": "1 when the final answer is right (readable or mixed-language choice)",
-    "format": "0.5 when the choice keeps the <think>…</think> template",
-    "language": "0.5 when the reasoning stays in one language",
-    "preference": "0.5 from a fixed table that prefers the readable correct answer (toy reward model)",
-}
+_TABLES: dict[tuple[str, ...], torch.Tensor] = {}  # components -> (P, C), filled lazily
 
 
-def role_rewards(components: tuple[str, ...]) -> dict[str, float]:
-    return {role: sum(COMPONENTS[c][role] for c in components) for role in ROLES}
-
-
-def reward_table(components: tuple[str, ...], prompt: ToyPrompt, dtype=torch.float64) -> torch.Tensor:
+def reward_table(components: tuple[str, ...], prompt: ToyPrompt) -> torch.Tensor:
     """(C,) reward of each choice of this prompt."""
     per_role = role_rewards(components)
-    return torch.tensor([per_role[prompt.role(c)] for c in range(4)], dtype=dtype)
+    return torch.tensor([per_role[prompt.role(c)] for c in range(4)], dtype=DTYPE)
+
+
+def rewards_for(components: tuple[str, ...]) -> torch.Tensor:
+    """(P, C) reward of every choice of every toy prompt under these components."""
+    if components not in _TABLES:
+        _TABLES[components] = torch.stack([reward_table(components, p) for p in TOY_PROMPTS])
+    return _TABLES[components]
+
+
+def accuracy_reward(actions: torch.Tensor, prompt: ToyPrompt) -> torch.Tensor:
+    """Rule-based reward, as in R1-Zero's accuracy reward: 1 for the correct choice."""
+    return (actions == prompt.correct).to(DTYPE)

@@ -10,36 +10,25 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..domain.toy_task import TOY_PROMPTS
 from .compute import cached_computation
-from .model import ToyConfig, ToyGRPO
+from .model import DTYPE, ToyConfig, ToyGRPO
+from .node_map import POLICY_NODES, RUNNABLE_NODE_IDS
 from .params import GRPOParams
-from .processes import DTYPE, GRPO_LR, GROUP_SIZE, INNER_STEPS, X, ProcessRun, StageRun, new_policy
-from .prompts import TOY_PROMPTS
-from .run import (RUNNABLE_NODE_IDS, NodeRecord, StepResult, node_record, parameter_grads,
-                  record_grpo_step)
+from .processes import GRPO_LR, GROUP_SIZE, INNER_STEPS, X, ProcessRun, StageRun, new_policy
+from .grpo_step import record_grpo_step
+from .recorder import capture, node_record, parameter_grads
+from .records import NodeRecord, StepResult
 
-POLICY_NODES = ("input", "policy", "policy.logits", "policy.log_probabilities")
 GRPO_ONLY = sorted(RUNNABLE_NODE_IDS - set(POLICY_NODES) - {"output"})
 
 
 def _policy_outputs(policy, x, with_grad: bool) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    outputs: dict[str, torch.Tensor] = {}
-
-    def keep(name):
-        def hook(_m, _i, out):
-            if out.requires_grad:
-                out.retain_grad()
-            outputs[name] = out
-        return hook
-    handles = [policy.logits.register_forward_hook(keep("policy.logits")),
-               policy.log_probabilities.register_forward_hook(keep("policy.log_probabilities"))]
-    try:
+    """The policy's forward pass with its nodes recorded (the GRPO step's recorder)."""
+    with capture({"policy.logits": policy.logits, "policy.log_probabilities": policy.log_probabilities}) as outputs:
         x = x.clone().requires_grad_(with_grad)
         with torch.set_grad_enabled(with_grad):
             logp = policy(x)
-    finally:
-        for h in handles:
-            h.remove()
     outputs["input"], outputs["policy"] = x, logp
     return outputs, logp
 
@@ -63,11 +52,13 @@ def _history(run: ProcessRun, stage_run: StageRun, **extra) -> dict:
 
 def _grpo_step(run: ProcessRun, stage_run: StageRun, prompt: int) -> StepResult:
     last = stage_run.last
-    model = ToyGRPO(ToyConfig()).to(DTYPE)
+    cfg = ToyConfig()
+    model = ToyGRPO(cfg).to(DTYPE)
     model.policy.load_state_dict(last.policy_state)
     model.old_policy.load_state_dict(last.old_state)
     model.reference_policy.load_state_dict(last.reference_state)
-    recorded = record_grpo_step(model, X[prompt:prompt + 1], last.actions[prompt], last.rewards[prompt], 0.2)
+    recorded = record_grpo_step(model, X[prompt:prompt + 1], last.actions[prompt], last.rewards[prompt],
+                                cfg.clip_epsilon)
     params = GRPOParams(seed=run.seed, group_size=GROUP_SIZE, learning_rate=GRPO_LR, inner_steps=INNER_STEPS,
                         inner_step=INNER_STEPS - 1, iteration=len(stage_run.curve) - 1, prompt=prompt)
     history = _history(run, stage_run, shown=f"the stage's last update (iteration {len(stage_run.curve)}, "

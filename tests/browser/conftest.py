@@ -19,8 +19,8 @@ import pytest
 import uvicorn
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, expect, sync_playwright
 
-from app.main import create_app
-from app.settings import Settings
+from app.web.factory import create_app
+from app.web.settings import Settings
 from snapshots import SEED_PATH, other_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,101 @@
+"""Every walkthrough export in one directory, loaded once at start-up.
+
+A bad file becomes an entry carrying its error instead of stopping the others,
+so the app can list it honestly ("could not load: <field>: <why>").
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from dataclasses import dataclass
+
+from .snapshot import Snapshot, SnapshotError, load_snapshot
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ID = "toy_grpo"
+
+
+def walkthrough_id_from_filename(name: str) -> str:
+    """``toy_grpo.tensorviz.json`` -> ``toy_grpo``; ``other.json`` -> ``other``."""
+    stem = name.removesuffix(".json")
+    return stem.removesuffix(".tensorviz")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    id: str
+    source: str  # file name, as shown in error messages
+    snapshot: Snapshot | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.snapshot is not None and self.error is None
+
+
+class Catalog:
+    def __init__(self, entries: list[CatalogEntry] | tuple[CatalogEntry, ...] = ()) -> None:
+        # Uploaded snapshots (domain.uploads.UploadStore), consulted after the folder's own.
+        self.uploads = None
+        self._entries = list(entries)
+        self._by_id: dict[str, CatalogEntry] = {}
+        for entry in self._entries:
+            self._by_id.setdefault(entry.id, entry)  # the first of a duplicate id wins
+
+    @classmethod
+    def load_directory(cls, path: pathlib.Path | str) -> Catalog:
+        directory = pathlib.Path(path)
+        if not directory.is_dir():
+            # A missing walkthroughs folder should give an empty app, not a crash.
+            log.warning("walkthrough directory %s does not exist; catalog is empty", directory)
+            return cls()
+        entries: list[CatalogEntry] = []
+        seen: dict[str, str] = {}
+        for file in sorted(p for p in directory.glob("*.json") if p.is_file()):
+            entry = _load_one(file)
+            if entry.id in seen:
+                entry = CatalogEntry(entry.id, entry.source, None,
+                                     f"{file.name}: $: duplicate walkthrough id {entry.id!r} "
+                                     f"(already loaded from {seen[entry.id]})")
+                log.warning("skipping walkthrough: %s", entry.error)
+            seen.setdefault(entry.id, file.name)
+            entries.append(entry)
+        return cls(entries)
+
+    def entries(self) -> list[CatalogEntry]:
+        return list(self._entries)
+
+    def get(self, walkthrough_id: str) -> CatalogEntry:
+        entry = self._by_id.get(walkthrough_id)
+        if entry is None and self.uploads is not None:
+            entry = self.uploads.get(walkthrough_id)
+        if entry is None:
+            raise KeyError(walkthrough_id)
+        return entry
+
+    def snapshot(self, walkthrough_id: str) -> Snapshot:
+        """The loaded snapshot; KeyError if the id is unknown or failed to load."""
+        entry = self.get(walkthrough_id)
+        if entry.snapshot is None:
+            raise KeyError(walkthrough_id)
+        return entry.snapshot
+
+    @property
+    def default_id(self) -> str | None:
+        if DEFAULT_ID in self._by_id and self._by_id[DEFAULT_ID].ok:
+            return DEFAULT_ID
+        return next((e.id for e in self._entries if e.ok), None)
+
+
+def _load_one(file: pathlib.Path) -> CatalogEntry:
+    walkthrough_id = walkthrough_id_from_filename(file.name)
+    try:
+        return CatalogEntry(walkthrough_id, file.name, load_snapshot(file), None)
+    except SnapshotError as exc:
+        error = str(exc)
+    except OSError as exc:
+        error = f"{file.name}: $: cannot read file ({exc.strerror or exc})"
+    log.warning("could not load walkthrough: %s", error)
+    return CatalogEntry(walkthrough_id, file.name, None, error)

@@ -1,0 +1,278 @@
+"""Typed model of a `tensorviz.graph` export (format version 3, schemaVersion 2).
+
+Unknown fields are kept (``extra="allow"``) so a newer exporter never breaks
+loading; what the app relies on is checked, and every refusal names the field
+by its JSON path, e.g. ``collaboration.walkthrough.steps[2].view.camera.z``.
+Nothing in a snapshot is ever executed.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, field_validator, model_validator
+
+from .limits import MAX_DEPTH, text_depth
+from .references import ReferenceProblems, cross_reference_problems
+
+FORMAT = "tensorviz.graph"
+SUPPORTED_VERSIONS = {3}
+SUPPORTED_SCHEMA_VERSIONS = {2}
+NODE_KINDS = ("input", "output", "module", "layer")
+
+
+def _one_of(what: str, value: Any, allowed: Any) -> Any:
+    if value not in allowed:
+        shown = ", ".join(map(str, sorted(allowed)))
+        raise ValueError(f"unsupported {what} {value!r} (supported: {shown})")
+    return value
+
+
+def _loads_if_str(value: Any) -> Any:
+    # The exporter nests JSON documents inside JSON strings (anchor contexts).
+    if not isinstance(value, str):
+        return value
+    if text_depth(value) > MAX_DEPTH:
+        raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Position(_Model):
+    x: FiniteFloat
+    y: FiniteFloat
+
+
+class Camera(_Model):
+    x: FiniteFloat
+    y: FiniteFloat
+    z: FiniteFloat = Field(gt=0)
+
+
+class Viewport(_Model):
+    width: FiniteFloat = Field(gt=0)
+    height: FiniteFloat = Field(gt=0)
+
+
+class LayerType(_Model):
+    id: str | None = None
+    name: str | None = None
+    display_name: str | None = Field(None, alias="displayName")
+    description: str | None = None
+    parameters: list[dict[str, Any]] = []
+
+
+class NodeMetadata(_Model):
+    layer_type: LayerType | None = Field(None, alias="layerType")
+    is_group: bool = Field(False, alias="isGroup")
+    module_members: list[str] = Field([], alias="moduleMembers")
+    module_template_id: str | None = Field(None, alias="moduleTemplateId")
+    module_instance_id: str | None = Field(None, alias="moduleInstanceId")
+    parent_id: str | None = Field(None, alias="parentId")
+
+
+class Node(_Model):
+    node_id: str
+    kind: str
+    op: str
+    params: dict[str, Any] = {}
+    in_ports: list[str] = []
+    out_ports: list[str] = []
+    metadata: NodeMetadata = NodeMetadata()
+
+    _kind = field_validator("kind")(lambda value: _one_of("node kind", value, NODE_KINDS))
+
+    @property
+    def is_module(self) -> bool:
+        return self.kind == "module" or self.metadata.is_group
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.metadata.parent_id
+
+    @property
+    def members(self) -> list[str]:
+        return self.metadata.module_members
+
+
+class Edge(_Model):
+    edge_id: str
+    source_node_id: str
+    target_node_id: str
+    source_port: str | None = None
+    target_port: str | None = None
+
+
+class Semantic(_Model):
+    graph_id: str | None = None
+    name: str
+    revision: int | None = None
+    nodes: list[Node]
+    edges: list[Edge] = []
+
+
+class DocumentView(_Model):
+    node_positions: dict[str, Position]
+    collapsed_modules: list[str] = []
+    selection: list[str] = []
+
+
+class Document(_Model):
+    schema_version: int = Field(alias="schemaVersion")
+    semantic: Semantic
+    view: DocumentView
+
+    _supported = field_validator("schema_version")(
+        lambda value: _one_of("schemaVersion", value, SUPPORTED_SCHEMA_VERSIONS))
+
+
+class Connection(_Model):
+    kind: str
+    source: str
+    source_port: str | None = Field(None, alias="sourcePort")
+    target: str
+    target_port: str | None = Field(None, alias="targetPort")
+
+
+class AnchorContext(_Model):
+    connections: list[Annotated[Connection, BeforeValidator(_loads_if_str)]] = []
+    contents: list[Annotated[dict[str, Any], BeforeValidator(_loads_if_str)]] = []
+    node: dict[str, Any] | None = None
+
+
+class AnchorTarget(_Model):
+    kind: str
+    node_id: str | None = Field(None, alias="nodeId")
+
+
+class Anchor(_Model):
+    target: AnchorTarget
+    snapshot_id: str | None = Field(None, alias="snapshotId")
+    context: Annotated[AnchorContext, BeforeValidator(_loads_if_str)] = AnchorContext()
+
+
+class StepView(_Model):
+    camera: Camera
+    node_positions: dict[str, Position] = Field({}, alias="nodePositions")
+    expanded_module_ids: list[str] = Field([], alias="expandedModuleIds")
+    selected_node_ids: list[str] = Field([], alias="selectedNodeIds")
+    viewport: Viewport
+
+
+class Step(_Model):
+    id: str
+    title: str
+    note: str = ""
+    view: StepView
+    anchors: list[Anchor] = []
+
+
+class Walkthrough(_Model):
+    title: str
+    # A walkthrough without steps has nothing to open on.
+    steps: list[Step] = Field(min_length=1)
+
+
+class Collaboration(_Model):
+    walkthrough: Walkthrough
+    saved_views: list[Step] = Field([], alias="savedViews")
+    opening_view_id: str | None = Field(None, alias="openingViewId")
+    threads: list[Any] = []
+
+
+class Snapshot(_Model):
+    format: str
+    version: int
+    exported_at: str | None = Field(None, alias="exportedAt")
+    status: str | None = None
+    snapshot_id: str | None = Field(None, alias="snapshotId")
+    document: Document
+    collaboration: Collaboration
+
+    _format = field_validator("format")(lambda value: _one_of("format", value, {FORMAT}))
+    _version = field_validator("version")(
+        lambda value: _one_of("version", value, SUPPORTED_VERSIONS))
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Snapshot:
+        problems = cross_reference_problems(self)
+        if problems:
+            raise ReferenceProblems(problems)
+        return self
+
+    # -- convenience (cached: a Snapshot is treated as immutable once loaded) --
+
+    @property
+    def name(self) -> str:
+        return self.document.semantic.name
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.document.semantic.nodes
+
+    @property
+    def edges(self) -> list[Edge]:
+        return self.document.semantic.edges
+
+    @property
+    def steps(self) -> list[Step]:
+        return self.collaboration.walkthrough.steps
+
+    @cached_property
+    def node_map(self) -> dict[str, Node]:
+        return {n.node_id: n for n in self.nodes}
+
+    @cached_property
+    def node_ids(self) -> set[str]:
+        return set(self.node_map)
+
+    @cached_property
+    def modules(self) -> list[Node]:
+        return [n for n in self.nodes if n.is_module]
+
+    @cached_property
+    def _step_indices(self) -> dict[str, int]:
+        return {s.id: i for i, s in enumerate(self.steps)}
+
+    def node(self, node_id: str) -> Node:
+        return self.node_map[node_id]
+
+    def step_index(self, step_id: str) -> int:
+        return self._step_indices[step_id]
+
+    def step(self, step_id: str) -> Step:
+        return self.steps[self.step_index(step_id)]
+
+    @property
+    def opening_step_id(self) -> str:
+        # A saved view is only reachable as a step when it shares a step's id.
+        opening = self.collaboration.opening_view_id
+        return opening if opening in self._step_indices else self.steps[0].id
+
+    def position(self, node_id: str) -> Position:
+        return self.document.view.node_positions[node_id]
+
+    def absolute_position(self, node_id: str,
+                          positions: dict[str, Position] | None = None) -> Position:
+        """World position; members are stored relative to their module.
+
+        ``positions`` (e.g. a step's nodePositions) wins over the document's
+        positions, which fill any node it lacks. KeyError if neither has it.
+        """
+        total_x = total_y = 0.0
+        current: str | None = node_id
+        while current is not None:  # acyclic: checked at load
+            pos = (positions or {}).get(current)
+            pos = self.position(current) if pos is None else pos
+            total_x, total_y = total_x + pos.x, total_y + pos.y
+            current = self.node(current).parent_id
+        return Position(x=total_x, y=total_y)
+

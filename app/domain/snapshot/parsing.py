@@ -1,0 +1,91 @@
+"""Reading an export: JSON text -> validated Snapshot, or one SnapshotError naming the field."""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from .limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
+from .models import Snapshot
+from .references import ReferenceProblems
+
+
+class SnapshotError(ValueError):
+    """A refused snapshot; ``path`` is the JSON path of the first problem."""
+
+    def __init__(self, source: str, path: str, message: str,
+                 errors: list[tuple[str, str]] | None = None) -> None:
+        self.source, self.path, self.message = source, path, message
+        self.errors = errors if errors else [(path, message)]
+        super().__init__(f"{source}: {path}: {message}")
+
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _render_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            out += f".{part}" if out else part
+        else:  # dict keys such as node ids ('python@ratio#0') would read as paths
+            out += f"[{json.dumps(part)}]"
+    return out or "$"
+
+
+def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for err in exc.errors(include_url=False):
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, ReferenceProblems):
+            found.extend(cause.problems)
+        elif isinstance(cause, Exception):
+            # Our own validators' messages, without pydantic's "Value error, ".
+            found.append((_render_loc(err["loc"]), str(cause)))
+        else:
+            found.append((_render_loc(err["loc"]), err["msg"]))
+    return found
+
+
+def parse_snapshot(raw: bytes | str | dict, source: str = "<upload>") -> Snapshot:
+    """Parse and validate an export; raises only SnapshotError."""
+    if isinstance(raw, dict):
+        data: Any = raw
+        if value_depth(data) > MAX_DEPTH:
+            raise SnapshotError(source, "$", f"nesting deeper than {MAX_DEPTH} levels")
+    else:
+        if text_depth(raw) > MAX_DEPTH:
+            raise SnapshotError(source, "$", f"nesting deeper than {MAX_DEPTH} levels")
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SnapshotError(source, "$", f"not valid JSON ({exc})") from None
+        except RecursionError:
+            raise SnapshotError(source, "$", "JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(data), "a number")
+        raise SnapshotError(source, "$", f"top level must be a JSON object, not {kind}")
+    for keys, limit in MAX_ITEMS.items():
+        items = data
+        for key in keys:
+            items = items.get(key) if isinstance(items, dict) else None
+        if isinstance(items, list) and len(items) > limit:
+            raise SnapshotError(source, ".".join(keys), f"{len(items)} items exceed the limit of {limit}")
+    try:
+        return Snapshot.model_validate(data)
+    except ValidationError as exc:
+        errors = _flatten(exc)
+        raise SnapshotError(source, *errors[0], errors=errors) from None
+
+
+def load_snapshot(path: pathlib.Path) -> Snapshot:
+    """Read one export file; OSError propagates, bad content is SnapshotError."""
+    return parse_snapshot(pathlib.Path(path).read_bytes(), source=pathlib.Path(path).name)
+

@@ -1,0 +1,135 @@
+"""One recorded GRPO step: the history that moved the policy, then the shown update.
+
+Showing a GRPO step with mu = 1 and no earlier update would be dull: rho = 1
+exactly, clipping never bites and D = 0. So, as in DeepSeekMath Algorithm 1,
+the policy first runs `iteration` earlier iterations (each re-freezes the old
+policy, samples a group from it and makes `inner_steps` updates), then
+`inner_step` updates of the current iteration. The reference is the base
+checkpoint. The shown step is the next update's forward and backward pass:
+every node's output and d(loss)/d(output) are recorded; the update itself is
+not applied.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..domain.toy_task import TOY_PROMPTS
+from .checkpoints import base_state
+from .compute import cached_computation
+from .model import DTYPE, ToyConfig, ToyGRPO
+from .node_map import MODULE_NODES, STATEMENT_NODES
+from .params import GRPOParams
+from .recorder import as_python, capture, node_record, parameter_grads
+from .records import RecordedStep, StepResult
+from .rewards import accuracy_reward
+from .training import descend, sgd
+
+
+def _sample(model: ToyGRPO, x: torch.Tensor, group_size: int, gen: torch.Generator) -> torch.Tensor:
+    # Sample on the CPU with the run's own generator: never the global RNG,
+    # and the same numbers whatever the device.
+    with torch.no_grad():
+        probs = model.old_policy(x).exp()[0].cpu()  # (C,)
+    return torch.multinomial(probs, group_size, replacement=True, generator=gen).to(x.device)  # (G,)
+
+
+class TrainingDiverged(ValueError):
+    """The history's updates blew up (NaN/inf): the parameters ask for too big a step."""
+
+
+def _update(model: ToyGRPO, optimizer: torch.optim.Optimizer, x, actions, rewards, where: str) -> None:
+    descend(optimizer, model(x, actions, rewards)["loss"])
+    # A big learning rate with a big beta makes the k3 term's exp() explode;
+    # refuse clearly instead of sampling from NaN probabilities.
+    if not all(torch.isfinite(p).all() for p in model.policy.parameters()):
+        raise TrainingDiverged(f"the policy diverged (non-finite weights) at {where}; "
+                               "lower learning_rate or beta")
+
+
+def _freeze_old(model: ToyGRPO) -> None:
+    model.old_policy.load_state_dict(model.policy.state_dict())
+
+
+def _record(model: ToyGRPO, x, actions, rewards) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Forward + backward with every module's output kept and its grad retained."""
+    modules = {name: module for name, module in model.named_modules() if name in MODULE_NODES}
+    with capture(modules) as outputs:
+        x = x.clone().requires_grad_(True)
+        model.policy.zero_grad(set_to_none=True)
+        result = model(x, actions, rewards)
+        for t in (result["per_sample"], result["loss"]):
+            t.retain_grad()
+        result["loss"].backward()
+    outputs["input"] = x
+    outputs["sub@ToyGRPO#0"] = result["per_sample"]
+    outputs["output"] = result["loss"]
+    for node_id, module_name in STATEMENT_NODES.items():
+        outputs[node_id] = outputs[module_name]
+    return result, outputs
+
+
+# One unit ~ a G=8 result (~32 KB as Python lists); G=4096 weighs 65 units (~4.5 MB).
+@cached_computation(maxsize=512, weight=lambda r: 1 + r.params.group_size // 64)
+def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
+    """Deterministic for (params, device): safe to cache, safe to call from many threads."""
+    cfg = ToyConfig(clip_epsilon=params.clip_epsilon, beta=params.beta,
+                    advantage_epsilon=params.advantage_epsilon)
+    prompt = TOY_PROMPTS[params.prompt]
+    gen = torch.Generator().manual_seed(params.seed)
+    model = ToyGRPO(cfg).to(dtype=DTYPE)
+    base = base_state(cfg.n_features, cfg.n_choices, DTYPE)
+    for copy in (model.policy, model.old_policy, model.reference_policy):
+        copy.load_state_dict({k: v.clone() for k, v in base.items()}, strict=False)
+    model.to(device)
+    x = torch.tensor([prompt.features], dtype=DTYPE, device=device)  # (1, F)
+    optimizer = sgd(model.policy, params.learning_rate)
+
+    for it in range(params.iteration):
+        _freeze_old(model)
+        actions = _sample(model, x, params.group_size, gen)
+        rewards = accuracy_reward(actions, prompt)
+        for m in range(params.inner_steps):
+            _update(model, optimizer, x, actions, rewards, f"iteration {it}, update {m}")
+
+    _freeze_old(model)
+    actions = _sample(model, x, params.group_size, gen)
+    rewards = (torch.tensor(params.rewards, dtype=DTYPE, device=device) if params.rewards is not None
+               else accuracy_reward(actions, prompt))
+    for m in range(params.inner_step):
+        _update(model, optimizer, x, actions, rewards, f"iteration {params.iteration}, update {m}")
+
+    recorded = record_grpo_step(model, x, actions, rewards, params.clip_epsilon)
+    history = {
+        "iterations_before": params.iteration,
+        "updates_per_iteration": params.inner_steps,
+        "updates_in_current_iteration": params.inner_step,
+        "policy_updates_so_far": params.iteration * params.inner_steps + params.inner_step,
+        "old_policy": f"frozen at the start of iteration {params.iteration} (0-based)",
+        "reference_policy": "the base checkpoint (the policy before any update)",
+        "reward_rule": "override from the request" if params.rewards is not None
+        else f"accuracy: 1 if the choice is {prompt.correct}, else 0",
+    }
+    return StepResult(params, device, prompt, recorded.samples, recorded.objective, recorded.loss,
+                      recorded.nodes, recorded.parameter_grads, history)
+
+
+def record_grpo_step(model: ToyGRPO, x, actions, rewards, clip_epsilon: float) -> RecordedStep:
+    """One forward + backward of the GRPO loss with every node's value and grad kept."""
+    result, outputs = _record(model, x, actions, rewards)
+    if not torch.isfinite(result["loss"]):
+        raise TrainingDiverged("the shown step's loss is not finite; lower learning_rate or beta")
+    nodes = {node_id: node_record(node_id, t) for node_id, t in outputs.items()}
+    ratio, adv = result["ratio"].detach(), result["advantages"].detach()
+    clip_active = ((adv > 0) & (ratio > 1 + clip_epsilon)) | ((adv < 0) & (ratio < 1 - clip_epsilon))
+    columns = {
+        "action": actions, "reward": rewards, "logp": result["logp"], "logp_old": result["logp_old"],
+        "logp_ref": result["logp_ref"], "advantage": adv, "ratio": ratio,
+        "clipped": result["surrogate"], "divergence": result["divergence"],
+        "objective": result["per_sample"], "clip_active": clip_active,
+        "ratio_grad": outputs["ratio"].grad,
+    }
+    as_lists = {k: as_python(v) for k, v in columns.items()}
+    samples = [dict(zip(as_lists, row)) for row in zip(*as_lists.values())]
+    return RecordedStep(samples, float(result["objective"].detach()), float(result["loss"].detach()), nodes,
+                        parameter_grads(model.policy))
+

@@ -1,0 +1,123 @@
+"""What the Inspector shows for one node: its place in the graph, its live tensors and charts.
+
+Pure view model: no web framework, no template syntax. Charts are built here,
+so the template only draws them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain.snapshot import Snapshot
+from ..engine.records import NodeRecord, StepResult
+from .charts.advantages import AdvantageBars, advantage_bars
+from .charts.clip_plot import ClipPlot, clip_plot
+from .charts.probabilities import ProbabilityBars, probability_bars
+
+# Log-probability nodes get probability bars; GRPO nodes get the group chart.
+PROBABILITY_NODE_SUFFIXES = ("log_probabilities",)
+POLICY_MODULES = ("policy", "old_policy", "reference_policy")
+CLIP_NODES = ("ratio", "clipped", "python@ratio#0", "python@clipped#0")
+
+
+@dataclass(frozen=True)
+class EdgeRef:
+    node_id: str
+    edge_id: str
+
+
+@dataclass(frozen=True)
+class InspectorView:
+    node_id: str
+    kind: str
+    op: str
+    description: str | None
+    params: dict
+    parent_id: str | None
+    members: list[str]
+    incoming: list[EdgeRef]
+    outgoing: list[EdgeRef]
+    record: NodeRecord | None
+    value_stats: dict | None  # tensor_stats: min, max, mean, count
+    grad_stats: dict | None
+    declared_shape: str | None
+    shape_warning: str | None
+    probability_charts: tuple[ProbabilityBars, ...] = ()  # one per row of log-probabilities
+    advantage_chart: AdvantageBars | None = None
+    clip_chart: ClipPlot | None = None
+    anchor_connections: list[dict] = field(default_factory=list)
+
+
+def flatten(values: Any) -> list[float]:
+    """Nested lists/tuples or a scalar → flat list of floats (None → [])."""
+    if values is None:
+        return []
+    if isinstance(values, (list, tuple)):
+        return [x for item in values for x in flatten(item)]
+    return [float(values)]
+
+
+def tensor_stats(values: Any) -> dict:
+    flat = flatten(values)
+    if not flat:
+        return {"min": None, "max": None, "mean": None, "count": 0}
+    if any(math.isnan(x) for x in flat):
+        nan = float("nan")
+        return {"min": nan, "max": nan, "mean": nan, "count": len(flat)}
+    return {"min": min(flat), "max": max(flat), "mean": math.fsum(flat) / len(flat), "count": len(flat)}
+
+
+def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str | None:
+    """The export's input declares the palette default 1,3,224,224; say so rather than fix it."""
+    if declared is None or traced is None:
+        return None
+    try:
+        declared_dims = tuple(int(d) for d in declared.split(","))
+    except ValueError:
+        return f"declared shape {declared!r} is not a list of integers; traced shape is {traced}"
+    if declared_dims == tuple(traced):
+        return None
+    return (f"The file declares shape ({declared}), the palette's default; the traced tensor is "
+            f"{tuple(traced)}, which is what Linear(3, 4) takes. Shown as traced.")
+
+
+def _charts(node_id: str, record: NodeRecord | None, result: StepResult | None,
+            step_id: str | None) -> dict:
+    charts: dict = {}
+    has_values = record is not None and record.values is not None
+    if result is not None and has_values and (node_id.endswith(PROBABILITY_NODE_SUFFIXES) or node_id in POLICY_MODULES):
+        charts["probability_charts"] = tuple(probability_bars(row, result.prompt.correct) for row in record.values)
+    if result is not None and has_values and node_id == "advantages":
+        samples = result.samples
+        charts["advantage_chart"] = advantage_bars([s["advantage"] for s in samples], [s["reward"] for s in samples],
+                                                   [s["clip_active"] for s in samples])
+    if result is not None and result.kind == "grpo" and (node_id in CLIP_NODES or step_id == "clip"):
+        charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples)
+    return charts
+
+
+def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
+                    step_id: str | None = None) -> InspectorView:
+    node = snapshot.node(node_id)
+    record = result.nodes.get(node_id) if result else None
+    declared = node.params.get("shape") if isinstance(node.params.get("shape"), str) else None
+    incoming = [EdgeRef(e.source_node_id, e.edge_id) for e in snapshot.edges if e.target_node_id == node_id]
+    outgoing = [EdgeRef(e.target_node_id, e.edge_id) for e in snapshot.edges if e.source_node_id == node_id]
+    anchors = []
+    if step_id is not None:
+        for anchor in snapshot.step(step_id).anchors:
+            if anchor.target.node_id == node_id and anchor.context is not None:
+                anchors = [c.model_dump(by_alias=False) for c in anchor.context.connections]
+    layer_type = node.metadata.layer_type
+    return InspectorView(
+        node_id=node_id, kind=node.kind, op=node.op,
+        description=layer_type.description if layer_type else None,
+        params=dict(node.params), parent_id=node.parent_id, members=list(node.members),
+        incoming=incoming, outgoing=outgoing, record=record,
+        value_stats=tensor_stats(record.values) if record else None,
+        grad_stats=tensor_stats(record.grad) if record and record.grad is not None else None,
+        declared_shape=declared,
+        shape_warning=shape_warning(declared, record.shape if record else None),
+        anchor_connections=anchors, **_charts(node_id, record, result, step_id),
+    )

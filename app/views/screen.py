@@ -1,0 +1,111 @@
+"""The context of one walkthrough screen, built from URL state (no web framework here).
+
+`build_screen` does all the work (runs, graph, inspector, panel); templates only
+read the finished Screen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..domain.process_spec import ProcessCatalog
+from ..domain.snapshot import Snapshot, Step
+from ..engine.grpo_step import TrainingDiverged
+from ..engine.node_map import is_runnable
+from ..engine.params import GRPOParams
+from ..engine.records import StepResult
+from ..engine.select import step_for_view
+from .form import STAGE_PARAMS_NOTE, ParamForm
+from .graph import GraphView, build_graph_view
+from .inspector import InspectorView, build_inspector
+from .process_panel import ProcessPanel, build_process_panel
+from .urls import URLS, params_query
+from .view_state import ViewState
+
+
+@dataclass(frozen=True)
+class Screen:
+    snapshot: Snapshot
+    state: ViewState
+    step_index: int
+    graph: GraphView
+    inspector: InspectorView | None
+    result: StepResult | None
+    runnable: bool
+    run_error: str | None
+    form: ParamForm
+    panel: ProcessPanel | None
+    stage_params_note: str = STAGE_PARAMS_NOTE
+
+    @property
+    def step(self) -> Step:
+        return self.snapshot.steps[self.step_index]
+
+    @property
+    def step_count(self) -> int:
+        return len(self.snapshot.steps)
+
+    def url(self, state: ViewState | None = None) -> str:
+        return (state or self.state).url(self.snapshot)
+
+    def step_url(self, offset: int) -> str | None:
+        i = self.step_index + offset
+        if not 0 <= i < self.step_count:
+            return None
+        return self.url(self.state.at_step(self.snapshot, self.snapshot.steps[i].id))
+
+    def step_urls(self) -> list[tuple[Step, str]]:
+        return [(s, self.url(self.state.at_step(self.snapshot, s.id))) for s in self.snapshot.steps]
+
+    def select_url(self, node_id: str) -> str:
+        return self.url(self.state.selecting(node_id))
+
+    def activate_url(self, module_id: str) -> str:
+        """Clicking a module opens (or closes) it and shows it in the Inspector."""
+        return self.url(self.state.toggled(module_id).selecting(module_id))
+
+    @property
+    def inactive(self) -> set[str]:
+        """Nodes that take no part in the chosen process stage: drawn dimmed."""
+        if self.result is None:
+            return set()
+        return {n for n, rec in self.result.nodes.items() if rec.inactive_reason is not None}
+
+    def path(self) -> str:
+        return URLS.step(self.state.walkthrough_id, self.state.step_id)
+
+    @property
+    def expanded_differs(self) -> bool:
+        return set(self.state.expanded) != set(self.step.view.expanded_module_ids)
+
+    def defaults_url(self) -> str:
+        """This step's saved view with default parameters."""
+        return self.url(ViewState.for_step(self.snapshot, self.state.walkthrough_id, self.state.step_id, GRPOParams()))
+
+    def api_url(self) -> str:
+        q = {"step": self.state.step_id, **params_query(self.state.params)}
+        if self.state.process:
+            q["process"] = self.state.process
+            if self.state.stage:
+                q["stage"] = self.state.stage
+        return URLS.tensors(self.state.walkthrough_id, q)
+
+
+def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None,
+                 processes: ProcessCatalog | None = None) -> Screen:
+    runnable = is_runnable(snapshot)
+    result, run_error = None, None
+    if runnable:
+        try:
+            result = step_for_view(state.params, device, processes, state.process, state.stage)
+        except TrainingDiverged as exc:
+            run_error = str(exc)
+    step = snapshot.step(state.step_id)
+    shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
+    selected = [state.node] if state.node else []
+    graph = build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera,
+                             viewport=(step.view.viewport.width, step.view.viewport.height),
+                             positions=step.view.node_positions or None, shapes=shapes)
+    inspector = build_inspector(snapshot, state.node, result, state.step_id) if state.node else None
+    panel = build_process_panel(snapshot, state, processes) if processes is not None and runnable else None
+    return Screen(snapshot, state, snapshot.step_index(state.step_id), graph, inspector, result,
+                  runnable, run_error, form or ParamForm.from_params(state.params), panel)

@@ -1,0 +1,103 @@
+"""Error responses: clear JSON messages, never a stack trace sent to the client."""
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..domain.uploads import UploadRejected
+from ..engine.compute import ComputeBusy
+from ..engine.grpo_step import TrainingDiverged
+from ..views.form import allowed_range
+from .middleware.security import security_headers
+from .rendering import render_error
+
+log = logging.getLogger("app.errors")
+
+
+class NotFound(LookupError):
+    """An unknown walkthrough, step or node: 404 with a message a person can read."""
+
+
+class NotRunnable(LookupError):
+    """A view-only snapshot asked for tensors: 409, it has no matching model."""
+
+
+def validation_details(errors) -> list[dict]:
+    """pydantic errors -> [{param, message, allowed}] naming each query parameter."""
+    details = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body")]
+        param = loc[0] if loc else "request"
+        message = err.get("msg", "invalid").removeprefix("Value error, ")
+        details.append({"param": param, "message": message, "allowed": allowed_range(param)})
+    return details
+
+
+def validation_message(details: list[dict]) -> str:
+    return "; ".join(f"{d['param']}: {d['message']}" + (f" (allowed: {d['allowed']})" if d["allowed"] else "")
+                     for d in details)
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api") or request.url.path in ("/healthz", "/openapi.json")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError):
+        details = validation_details(exc.errors())
+        return JSONResponse({"error": validation_message(details), "detail": details}, status_code=422)
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound):
+        if not _is_api(request):
+            return render_error(request, 404, "Not found", str(exc))
+        return JSONResponse({"error": str(exc)}, status_code=404)
+
+    @app.exception_handler(NotRunnable)
+    async def _not_runnable(_request: Request, exc: NotRunnable):
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
+    @app.exception_handler(TrainingDiverged)
+    async def _diverged(_request: Request, exc: TrainingDiverged):
+        detail = [{"param": "learning_rate", "message": str(exc), "allowed": allowed_range("learning_rate")}]
+        return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
+
+    @app.exception_handler(UploadRejected)
+    async def _rejected(request: Request, exc: UploadRejected):
+        if not _is_api(request):
+            return render_error(request, exc.status, "Upload refused", str(exc))
+        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    @app.exception_handler(ComputeBusy)
+    async def _busy(request: Request, exc: ComputeBusy):
+        # Queued work is bounded: past the bound, say so at once instead of piling up.
+        headers = {"Retry-After": "1"}
+        if not _is_api(request):
+            response = render_error(request, 503, "Busy", f"The server is busy computing: {exc}.")
+            response.headers.update(headers)
+            return response
+        return JSONResponse({"error": f"busy: {exc}"}, status_code=503, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        if not _is_api(request) and not request.url.path.startswith("/static"):
+            message = "There is no page at this address." if exc.status_code == 404 else str(exc.detail)
+            return render_error(request, exc.status_code, "Not found" if exc.status_code == 404 else "Error", message)
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception):
+        # Starlette answers these outside all middleware, so the headers are added here.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        if not _is_api(request):
+            response = render_error(request, 500, "Something went wrong",
+                                   "The server could not build this page; the error has been logged.")
+        else:
+            response = JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
+        response.headers.update(security_headers(request.url.path))
+        return response

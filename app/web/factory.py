@@ -1,0 +1,57 @@
+"""Application factory: wires settings, the catalog, the device and the routers."""
+from __future__ import annotations
+
+import logging
+import re
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
+
+from ..domain.catalog import Catalog
+from ..domain.process_spec import load_processes
+from ..domain.uploads import UploadStore
+from ..engine.compute import LIMITER
+from ..engine.device import resolve_device, set_threads
+from .errors import install_error_handlers
+from .middleware.response_cache import ResponseCacheMiddleware
+from .middleware.security import SecurityHeadersMiddleware
+from .routes import api, health, pages, processes
+from .settings import PROJECT_ROOT, Settings
+
+log = logging.getLogger("app")
+
+# Pages and JSON of an upload: an upload can be evicted, so its answers are never replayed.
+UPLOAD_PATH = re.compile(r"^/(api/)?walkthroughs/[0-9a-f]{16}(/|$)")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    device = resolve_device(settings.device)
+    if settings.device == "auto":
+        log.info("device auto -> %s", device)
+    set_threads(settings.torch_threads)
+    LIMITER.configure(settings.compute_slots, settings.compute_queue)
+
+    app = FastAPI(title="GRPO walkthrough", version="0.1.0",
+                  description="Every number computed by PyTorch on the server.")
+    app.state.settings = settings
+    app.state.device = device
+    app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
+    app.state.catalog.uploads = UploadStore(settings.uploads_dir, settings.max_uploads)
+    app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
+    install_error_handlers(app)
+    # Outermost last: security headers on everything, then the response cache
+    # (it keeps compressed bodies, keyed on Accept-Encoding), then compression.
+    app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
+    if settings.response_cache_mb > 0:
+        app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024,
+                           skip=UPLOAD_PATH.match)
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
+    app.include_router(health.router)
+    app.include_router(api.router)
+    app.include_router(processes.router)
+    app.include_router(pages.router)
+    return app
+

@@ -1,0 +1,1 @@
+"""Pure ASGI middleware: security headers on every response, whole-response cache."""

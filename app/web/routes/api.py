@@ -1,0 +1,91 @@
+"""JSON API: walkthroughs, their summaries and live tensors. Thin: the engine does the work."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Query, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from ...engine.node_map import is_runnable
+from ...engine.select import step_for_view
+from ..deps import (CatalogDep, DeviceDep, ParamsDep, ProcessesDep, check_node, check_step, find_entry,
+                    find_process, find_snapshot, find_stage, read_capped)
+from ..errors import NotRunnable
+from ..schemas.base import AsBuilt, AsBuiltList
+from ..schemas.errors import BUSY, INVALID, ErrorBody, ValidationErrorBody, error
+from ..schemas.tensors import TensorsBody
+from ..schemas.walkthroughs import (UploadBody, WalkthroughItem, WalkthroughSummary, tensors_payload, upload_payload,
+                                    walkthrough_item, walkthrough_summary)
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+
+# Routes send the builders' dicts as they are (response_model=AsBuilt: no validation, same
+# bytes as `-> dict`); `responses` names the model each body follows, for the document.
+
+UNKNOWN = error("Unknown walkthrough, or one whose file failed to load.")
+
+
+@router.get("/walkthroughs", response_model=AsBuiltList, responses={200: {"model": list[WalkthroughItem]}})
+def list_walkthroughs(cat: CatalogDep) -> list[dict]:
+    return [walkthrough_item(e) for e in cat.entries()]
+
+
+@router.get("/walkthroughs/{walkthrough_id}", response_model=AsBuilt,
+            responses={200: {"model": WalkthroughSummary}, 404: UNKNOWN, 422: INVALID})
+def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
+    find_snapshot(cat, walkthrough_id)
+    return walkthrough_summary(find_entry(cat, walkthrough_id))
+
+
+@router.get("/walkthroughs/{walkthrough_id}/tensors", response_model=AsBuilt, responses={
+    200: {"model": TensorsBody},
+    404: error("Unknown walkthrough, step, node, process or stage."),
+    409: error("The walkthrough is view-only: no runnable model matches its nodes."),
+    422: error("A parameter is out of range or malformed, `stage` came without `process`, or the "
+               "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
+    503: BUSY,
+})
+def get_tensors(
+    walkthrough_id: str,
+    cat: CatalogDep,
+    dev: DeviceDep,
+    processes: ProcessesDep,
+    params: ParamsDep,
+    step: Annotated[str | None, Query(description="Only the nodes visible in this step's view.")] = None,
+    node: Annotated[str | None, Query(description="Only this node.")] = None,
+    process: Annotated[str | None, Query(description="A training path (r1-zero, r1, distillation): show "
+                                         "its stage's last training step instead of the walkthrough's step. "
+                                         "Uses `seed` and `prompt`; other GRPO parameters are the stage's own.")] = None,
+    stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
+) -> dict:
+    snapshot = find_snapshot(cat, walkthrough_id)
+    check_step(snapshot, step)
+    check_node(snapshot, node)
+    if not is_runnable(snapshot):
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    if process is None:
+        if stage is not None:
+            raise RequestValidationError([{"loc": ("query", "stage"), "type": "value_error",
+                                           "msg": "needs a process: add process=r1-zero, r1 or distillation"}])
+        return tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes), step, node)
+    proc = find_process(processes, process)
+    stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
+    result = step_for_view(params, dev, processes, proc.id, stage_id)
+    return {"process": proc.id, "stage": stage_id, **tensors_payload(walkthrough_id, snapshot, result, step, node)}
+
+
+@router.post("/walkthroughs", status_code=201, responses={
+    201: {"model": UploadBody, "description": "Uploaded"},
+    200: {"model": UploadBody, "description": "Already uploaded"},
+    413: error("Over 2 MB"),
+    # UploadRejected sends {"error"}; a request without a `file` part gets the validation body
+    422: error("Not a valid export", ErrorBody | ValidationErrorBody),
+})
+async def upload_walkthrough(file: Annotated[UploadFile, File()], cat: CatalogDep):
+    """Open your own `tensorviz.graph` export: validated like the built-in ones, kept by content hash."""
+    raw = await read_capped(file)
+    entry, created = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
+    return JSONResponse(upload_payload(entry), status_code=201 if created else 200)

@@ -1,0 +1,95 @@
+"""HTML pages: the walkthrough screen as a full page or an htmx fragment. Thin."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Request, UploadFile
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import RedirectResponse
+
+from ...domain.uploads import UploadRejected
+from ...engine.params import GRPOParams
+from ...views.form import FORM_FIELDS, ParamForm
+from ...views.screen import build_screen
+from ...views.urls import URLS
+from ...views.view_state import UnknownViewPart, ViewState
+from ..deps import CatalogDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
+from ..errors import NotFound
+from ..rendering import render, templates, wants_fragment
+
+router = APIRouter(include_in_schema=False)
+
+PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "partials/param_form.html"
+UPLOAD = "pages/upload.html"
+
+
+def _read_params(request: Request) -> tuple[GRPOParams, ParamForm | None]:
+    """Valid params, or the defaults plus a form that shows what was typed and why it failed."""
+    raw = {k: v.strip() for k in FORM_FIELDS if (v := request.query_params.get(k)) is not None and v.strip() != ""}
+    try:
+        return GRPOParams(**raw), None
+    except ValidationError as exc:
+        return GRPOParams(), ParamForm.refused(raw, exc.errors())
+
+
+@router.get("/")
+def home(request: Request, cat: CatalogDep, dev: DeviceDep, processes: ProcessesDep):
+    if cat.default_id is None:
+        return templates.TemplateResponse(request, "pages/error.html", {
+            "status": 503, "title": "No walkthrough loaded",
+            "message": "No walkthrough file in the walkthroughs folder could be loaded.",
+            "entries": cat.entries()}, status_code=503)
+    snapshot = cat.snapshot(cat.default_id)
+    return step_page(request, cat.default_id, snapshot.opening_step_id, cat, dev, processes)
+
+
+@router.get("/walkthroughs/new")
+def upload_form(request: Request):
+    return templates.TemplateResponse(request, UPLOAD, {"error": None})
+
+
+@router.post("/walkthroughs/new")
+async def upload_page(request: Request, cat: CatalogDep, file: Annotated[UploadFile, File()]):
+    """The form's target: success opens the snapshot; a refusal shows the reason next to the field."""
+    try:
+        raw = await read_capped(file)
+        entry, _ = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
+    except UploadRejected as exc:
+        return templates.TemplateResponse(request, UPLOAD, {"error": str(exc)}, status_code=exc.status)
+    return RedirectResponse(URLS.step(entry.id, entry.snapshot.opening_step_id), status_code=303)
+
+
+@router.get("/walkthroughs/{walkthrough_id}")
+def walkthrough_home(walkthrough_id: str, cat: CatalogDep):
+    snapshot = find_snapshot(cat, walkthrough_id)
+    return RedirectResponse(URLS.step(walkthrough_id, snapshot.opening_step_id), status_code=303)
+
+
+# `:path`: a step id may contain "/" (it is only ever compared, never used as a path)
+@router.get("/walkthroughs/{walkthrough_id}/steps/{step_id:path}")
+def step_page(request: Request, walkthrough_id: str, step_id: str, cat: CatalogDep, dev: DeviceDep,
+              processes: ProcessesDep):
+    snapshot = find_snapshot(cat, walkthrough_id)
+    params, invalid_form = _read_params(request)
+    try:
+        state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=request.query_params.get("expanded"),
+                                node=request.query_params.get("node"), params=params,
+                                process=request.query_params.get("process"), stage=request.query_params.get("stage"),
+                                processes=processes)
+    except UnknownViewPart as exc:
+        raise NotFound(str(exc)) from None
+    screen = build_screen(snapshot, state, dev, invalid_form, processes)
+    context = {"screen": screen, "catalog": cat}
+    if invalid_form is not None:
+        if wants_fragment(request):
+            # The previous view stays: only the form is swapped, and the URL is not pushed.
+            return render(request, FORM, FORM, context, 422,
+                          {"HX-Retarget": "#param-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
+        return render(request, PAGE, VIEW, context, 422)
+    canonical = screen.url()
+    if not wants_fragment(request) and request.url.path != "/" and \
+            dict(request.query_params) != state.query(snapshot):
+        return RedirectResponse(canonical, status_code=303)
+    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else None
+    return render(request, PAGE, VIEW, context, headers=headers)

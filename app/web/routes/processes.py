@@ -1,0 +1,38 @@
+"""JSON API of the training paths: definitions, runs with curves, and a comparison. Thin."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from ...engine.processes import run_process
+from ..deps import ProcessesDep, find_process
+from ..schemas.base import AsBuilt
+from ..schemas.errors import BUSY, INVALID, error
+from ..schemas.processes import (ComparisonBody, ProcessesBody, ProcessRunBody, comparison_payload,
+                                 process_run_payload, processes_payload)
+
+router = APIRouter(prefix="/api/processes", tags=["processes"])
+
+Seed = Annotated[int, Query(ge=0, le=2**31 - 1, description="Seeds every sampling step of the path.")]
+Scale = Annotated[int, Query(ge=1, le=8, description="Multiplies every stage's iteration count.")]
+
+
+# The builders' dicts are sent as they are (AsBuilt); `responses` documents their models.
+
+@router.get("", response_model=AsBuilt, responses={200: {"model": ProcessesBody}})
+def list_processes(processes: ProcessesDep) -> dict:
+    return processes_payload(processes)
+
+
+@router.get("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID, 503: BUSY})
+def compare(processes: ProcessesDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+    runs = [run_process(processes, pid, seed, iterations_scale) for pid in processes.ids]
+    return comparison_payload(processes, runs)
+
+
+@router.get("/{process_id}", response_model=AsBuilt, responses={
+    200: {"model": ProcessRunBody}, 404: error("Unknown process."), 422: INVALID, 503: BUSY})
+def get_process_run(process_id: str, processes: ProcessesDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+    find_process(processes, process_id)
+    return process_run_payload(processes, run_process(processes, process_id, seed, iterations_scale))

@@ -1,0 +1,1 @@
+"""JSON bodies of the API: pydantic models (what OpenAPI documents) and their builders."""

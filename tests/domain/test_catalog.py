@@ -1,0 +1,111 @@
+"""The catalog: one bad file never hides the good ones."""
+
+import json
+import logging
+import pathlib
+import shutil
+
+import pytest
+
+from app.domain.catalog import Catalog, CatalogEntry, walkthrough_id_from_filename
+from paths import SEED_PATH as PATHS_SEED
+
+SEED_PATH = PATHS_SEED
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("toy_grpo.tensorviz.json", "toy_grpo"),
+    ("other.json", "other"),
+    ("a.b.json", "a.b"),
+])
+def test_id_from_filename(name, expected):
+    assert walkthrough_id_from_filename(name) == expected
+
+
+@pytest.fixture
+def mixed_dir(tmp_path):
+    shutil.copy(SEED_PATH, tmp_path / "toy_grpo.tensorviz.json")
+    (tmp_path / "corrupt.json").write_text('{"format": ', encoding="utf-8")
+    wrong = json.loads(SEED_PATH.read_text(encoding="utf-8"))
+    wrong["format"] = "onnx"
+    (tmp_path / "wrong_format.tensorviz.json").write_text(json.dumps(wrong), encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not a walkthrough", encoding="utf-8")
+    return tmp_path
+
+
+def test_load_directory_keeps_every_file(mixed_dir, caplog):
+    with caplog.at_level(logging.WARNING, logger="app.catalog"):
+        catalog = Catalog.load_directory(mixed_dir)
+    assert [e.id for e in catalog.entries()] == ["corrupt", "toy_grpo", "wrong_format"]
+
+    good = catalog.get("toy_grpo")
+    assert good.ok and good.error is None and good.source == "toy_grpo.tensorviz.json"
+    assert catalog.snapshot("toy_grpo").name == "ToyGRPO"
+
+    corrupt = catalog.get("corrupt")
+    assert not corrupt.ok and corrupt.snapshot is None
+    assert corrupt.error.startswith("corrupt.json: $: not valid JSON")
+
+    wrong = catalog.get("wrong_format")
+    assert not wrong.ok
+    assert wrong.error.startswith("wrong_format.tensorviz.json: format: unsupported format 'onnx'")
+
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "corrupt.json" in logged and "wrong_format.tensorviz.json" in logged
+
+
+def test_lookups_refuse_unknown_and_failed(mixed_dir):
+    catalog = Catalog.load_directory(mixed_dir)
+    with pytest.raises(KeyError):
+        catalog.get("nope")
+    with pytest.raises(KeyError):
+        catalog.snapshot("nope")
+    with pytest.raises(KeyError):
+        catalog.snapshot("corrupt")
+
+
+def test_default_id_prefers_toy_grpo(mixed_dir):
+    assert Catalog.load_directory(mixed_dir).default_id == "toy_grpo"
+
+
+def test_default_id_falls_back_to_first_ok(tmp_path):
+    shutil.copy(SEED_PATH, tmp_path / "b_second.json")
+    shutil.copy(SEED_PATH, tmp_path / "a_first.json")
+    (tmp_path / "toy_grpo.tensorviz.json").write_text("[]", encoding="utf-8")
+    catalog = Catalog.load_directory(tmp_path)
+    assert catalog.default_id == "a_first"
+    assert not catalog.get("toy_grpo").ok
+
+
+def test_default_id_none_when_nothing_loads(tmp_path):
+    (tmp_path / "bad.json").write_text("nope", encoding="utf-8")
+    assert Catalog.load_directory(tmp_path).default_id is None
+    assert Catalog().default_id is None and Catalog().entries() == []
+
+
+def test_duplicate_id_is_reported_not_hidden(tmp_path):
+    shutil.copy(SEED_PATH, tmp_path / "toy_grpo.json")
+    shutil.copy(SEED_PATH, tmp_path / "toy_grpo.tensorviz.json")
+    catalog = Catalog.load_directory(tmp_path)
+    first, second = catalog.entries()
+    assert first.ok and catalog.get("toy_grpo") is first
+    assert not second.ok and "duplicate walkthrough id 'toy_grpo'" in second.error
+
+
+def test_missing_directory_is_empty_and_logged(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="app.catalog"):
+        catalog = Catalog.load_directory(tmp_path / "absent")
+    assert catalog.entries() == [] and catalog.default_id is None
+    assert "does not exist" in caplog.text
+
+
+def test_shipped_walkthroughs_all_load():
+    catalog = Catalog.load_directory(SEED_PATH.parent)
+    assert catalog.entries() and all(e.ok for e in catalog.entries())
+    assert catalog.default_id == "toy_grpo"
+
+
+def test_entry_is_frozen():
+    entry = CatalogEntry("x", "x.json", None, "x.json: $: bad")
+    with pytest.raises(AttributeError):
+        entry.id = "y"  # type: ignore[misc]

@@ -1,0 +1,68 @@
+"""Bounded caches and the compute-slot limit."""
+import threading
+import time
+
+import pytest
+
+from app.engine.compute import LIMITER, ComputeBusy, ComputeLimiter, cached_computation
+
+
+def test_cache_binds_defaults_and_evicts_by_weight():
+    calls = []
+
+    @cached_computation(maxsize=10, weight=lambda r: r)
+    def f(x, y=1):
+        calls.append((x, y))
+        return x
+
+    assert f(3) == f(3, 1) == 3 and calls == [(3, 1)]
+    f(4)  # total weight 7
+    f(5)  # 12 > 10: the oldest (3) goes
+    assert f.cache_len() == 2 and f.cache_weight() == 9
+    f(3)
+    assert calls.count((3, 1)) == 2
+    f.cache_clear()
+    assert f.cache_len() == 0 and f.cache_weight() == 0
+
+
+def test_limiter_queues_then_refuses():
+    limiter = ComputeLimiter(slots=1, max_waiting=1, timeout_s=5)
+    entered, release = threading.Event(), threading.Event()
+
+    def hold():
+        with limiter:
+            entered.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    entered.wait(5)
+    waiter_done = []
+    waiter = threading.Thread(target=lambda: (limiter.__enter__(), waiter_done.append(1), limiter.__exit__()))
+    waiter.start()
+    deadline = time.time() + 5
+    while limiter.waiting < 1 and time.time() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(ComputeBusy):  # one running, one waiting: the third is refused at once
+        limiter.__enter__()
+    release.set()
+    holder.join(5)
+    waiter.join(5)
+    assert waiter_done == [1]
+
+
+def test_nested_calls_reuse_the_callers_slot():
+    limiter = ComputeLimiter(slots=1, max_waiting=0, timeout_s=0.1)
+    with limiter:
+        with limiter:  # would deadlock / be refused if it took a second slot
+            pass
+    with limiter:
+        pass
+
+
+def test_global_limiter_is_configured_by_the_app():
+    from app.web.factory import create_app
+    from app.web.settings import Settings
+    create_app(Settings(compute_slots=3, compute_queue=7))
+    assert (LIMITER.slots, LIMITER.max_waiting) == (3, 7)
+    create_app(Settings())

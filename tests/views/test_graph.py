@@ -1,0 +1,367 @@
+"""app/views/graph.py + graph_layout.py (layout, edge folding, camera) and templates/partials/graph.html."""
+from __future__ import annotations
+
+import copy
+import itertools
+import pathlib
+import xml.etree.ElementTree as ET
+
+import jinja2
+import pytest
+
+from app.domain.snapshot import load_snapshot, parse_snapshot
+from app.views.graph import Camera, build_graph_view
+from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, PADDING, ancestors, representative, visible_node_ids
+from app.views.numbers import coordinate as fmt
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SEED = ROOT / "walkthroughs" / "toy_grpo.tensorviz.json"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return load_snapshot(SEED)
+
+
+def step_view(snap, step_id, **kw):
+    view = snap.step(step_id).view
+    return build_graph_view(snap, view.expanded_module_ids, view.selected_node_ids,
+                            camera=view.camera, viewport=(view.viewport.width, view.viewport.height),
+                            positions=view.node_positions, **kw)
+
+
+def pairs(graph):
+    return {(e.source, e.target) for e in graph.edges}
+
+
+# -- the seed ---------------------------------------------------------------------
+
+OPENING_EDGES = {
+    ("input", "policy"), ("input", "old_policy"), ("input", "reference_policy"), ("input", "advantages"),
+    ("policy", "ratio"), ("old_policy", "ratio"), ("ratio", "clipped"), ("advantages", "clipped"),
+    ("policy", "divergence"), ("reference_policy", "divergence"), ("clipped", "sub@ToyGRPO#0"),
+    ("divergence", "sub@ToyGRPO#0"), ("sub@ToyGRPO#0", "output")}
+
+
+def test_opening_all_collapsed(seed):
+    graph = build_graph_view(seed, [], [])
+    assert [n.id for n in graph.nodes] == ["input", "policy", "old_policy", "reference_policy",
+                                           "advantages", "ratio", "clipped", "divergence",
+                                           "sub@ToyGRPO#0", "output"]
+    assert len(graph.edges) == 13 and pairs(graph) == OPENING_EDGES
+    assert all(n.width == NODE_WIDTH and n.height == NODE_HEIGHT for n in graph.nodes)
+    assert graph.node("policy").member_count == 2 and not graph.node("policy").expanded
+
+
+def test_edge_to_a_member_of_a_collapsed_module_folds_to_the_module(seed):
+    graph = build_graph_view(seed, [], [])
+    edge = next(e for e in graph.edges if e.id == "input->policy")
+    assert edge.edge_ids == ("edge-4", "edge-5")  # input → policy.logits, input → policy
+    # policy.log_probabilities → python@ratio#0 is drawn between the two modules
+    assert "edge-11" in next(e for e in graph.edges if e.id == "policy->ratio").edge_ids
+    # an edge wholly inside one collapsed module disappears
+    assert not any("edge-1" in e.edge_ids for e in graph.edges)
+
+
+def test_policy_step_opens_policy_and_drops_its_summaries(seed):
+    graph = step_view(seed, "policy")
+    logits, logp = graph.node("policy.logits"), graph.node("policy.log_probabilities")
+    assert (logits.x, logits.y) == (364, 374) and (logp.x, logp.y) == (364, 524)
+    assert logits.selected and logits.depth == 1 and logits.parent_id == "policy"
+    assert logits.short_label == "logits" and logits.label == "policy.logits"
+    got = pairs(graph)
+    assert {("input", "policy.logits"), ("policy.logits", "policy.log_probabilities"),
+            ("policy.log_probabilities", "ratio"), ("policy.log_probabilities", "divergence")} <= got
+    assert not {("input", "policy"), ("policy", "ratio"), ("policy", "divergence")} & got
+    # the container starts at the module and encloses its members plus padding
+    policy = graph.node("policy")
+    assert (policy.x, policy.y) == (340, 160) and policy.expanded and policy.is_container
+    assert policy.x + policy.width == 364 + NODE_WIDTH + PADDING
+    assert policy.y + policy.height == 524 + NODE_HEIGHT + PADDING
+    assert graph.nodes[0].id == "policy"  # drawn behind its members
+    assert len(graph.nodes) == 12 and len(graph.edges) == 14
+
+
+def test_clip_step_draws_the_python_member(seed):
+    graph = step_view(seed, "clip")
+    assert "python@clipped#0" in graph.node_ids
+    got = pairs(graph)
+    assert {("ratio", "python@clipped#0"), ("advantages", "python@clipped#0"),
+            ("python@clipped#0", "sub@ToyGRPO#0")} <= got
+    assert not {("ratio", "clipped"), ("advantages", "clipped"), ("clipped", "sub@ToyGRPO#0")} & got
+
+
+def test_edge_paths_run_right_middle_to_left_middle(seed):
+    graph = step_view(seed, "policy")
+    for edge in graph.edges:
+        src, dst = graph.node(edge.source), graph.node(edge.target)
+        *_, end_x, end_y = edge.path.split()
+        if edge.id == "policy.logits->policy.log_probabilities":
+            # stacked members: bottom-middle to top-middle instead of a loop round the side
+            assert edge.path.startswith(f"M{fmt(src.x + src.width / 2)} {fmt(src.y + src.height)} C")
+            assert (end_x, end_y) == (fmt(dst.x + dst.width / 2), fmt(dst.y))
+            continue
+        assert edge.path.startswith(f"M{fmt(src.x + src.width)} {fmt(src.y + src.height / 2)} C")
+        assert (end_x, end_y) == (fmt(dst.x), fmt(dst.y + dst.height / 2))
+    # input → old_policy would run through the policy box: it arches above instead
+    skip = next(e for e in graph.edges if e.id == "input->old_policy").path.split()
+    assert float(skip[3]) < 190 and float(skip[5]) < 190
+    assert next(e for e in graph.edges if e.id == "ratio->clipped").path == "M1850 190 C1945 190 1945 190 2040 190"
+
+
+def test_an_open_module_without_members_keeps_its_summary_edges(seed):
+    graph = step_view(seed, "advantages")
+    adv = graph.node("advantages")
+    assert adv.expanded and not adv.is_container and adv.width == NODE_WIDTH
+    assert {("input", "advantages"), ("advantages", "clipped")} <= pairs(graph)
+
+
+@pytest.mark.parametrize("step_id, transform", [
+    ("policy", "translate(308.5 6) scale(1.25)"), ("advantages", "translate(-1045 50) scale(1.25)"),
+    ("clip", "translate(-1770 -57) scale(1.25)"), ("reference", "translate(-2065 50) scale(1.25)")])
+def test_each_step_camera_frames_its_selection(seed, step_id, transform):
+    graph = step_view(seed, step_id)
+    assert graph.camera.transform() == transform
+    assert (graph.viewport_width, graph.viewport_height) == (1100, 700)
+    selected = [n for n in graph.nodes if n.selected]
+    assert [n.id for n in selected] == seed.step(step_id).view.selected_node_ids
+    for node in selected:
+        left, top = graph.camera.to_screen(node.x, node.y)
+        right, bottom = graph.camera.to_screen(node.x + node.width, node.y + node.height)
+        assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700, (step_id, left, top, right, bottom)
+
+
+def test_shape_warning_names_the_palette_default(seed):
+    graph = build_graph_view(seed, [], [], shapes={"input": [1, 3], "policy": (1, 4)})
+    node = graph.node("input")
+    assert node.declared_shape == "1,3,224,224" and node.shape == (1, 3)
+    assert node.shape_warning == ("declared 1,3,224,224 but traced (1, 3): "
+                                  "the file's value is the palette default")
+    assert graph.node("policy").shape_warning is None and graph.node("policy").shape == (1, 4)
+    agrees = build_graph_view(seed, [], [], shapes={"input": (1, 3, 224, 224)})
+    assert agrees.node("input").shape_warning is None
+    assert build_graph_view(seed, [], []).node("input").shape_warning is None  # nothing traced
+
+
+def test_numbers_camera_and_defaults(seed):
+    assert [fmt(v) for v in (308.5, 6.0, 1.25, -1770, -0.0, 1 / 3)] == ["308.5", "6", "1.25", "-1770", "0", "0.333333"]
+    assert Camera(1, 2, 0.5).transform() == "translate(1 2) scale(0.5)"
+    graph = build_graph_view(seed, ["policy", "no-such-module"], ["no-such-node"])
+    assert graph.bounds == (0, 160, 3210, 608)
+    left, top = graph.camera.to_screen(graph.bounds[0], graph.bounds[1])
+    right, bottom = graph.camera.to_screen(graph.bounds[2], graph.bounds[3])
+    assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700  # fitted when no camera given
+    plain = {"policy.logits": {"x": 30, "y": 100}}  # plain dicts work as positions too
+    assert build_graph_view(seed, ["policy"], [], positions=plain).node("policy.logits").y == 260
+
+
+def test_ancestors_and_visibility_unchanged(seed):
+    assert ancestors(seed, "policy.logits") == ["policy"] and ancestors(seed, "input") == []
+    assert "policy.logits" not in visible_node_ids(seed, [])
+    assert "policy.logits" in visible_node_ids(seed, ["policy"])
+
+
+# -- a synthetic, three-level snapshot ---------------------------------------------
+
+def node(node_id, kind="layer", op="Linear", parent=None, members=(), **params):
+    meta = {"parentId": parent} if parent else {}
+    if kind == "module":
+        meta.update(isGroup=True, moduleMembers=list(members))
+    return {"node_id": node_id, "kind": kind, "op": op, "params": params, "metadata": meta}
+
+
+def synthetic(nodes, edges, positions, name="nested"):
+    return {
+        "format": "tensorviz.graph", "version": 3,
+        "document": {"schemaVersion": 2,
+                     "semantic": {"name": name, "nodes": nodes,
+                                  "edges": [{"edge_id": f"e{i}", "source_node_id": s, "target_node_id": t}
+                                            for i, (s, t) in enumerate(edges)]},
+                     "view": {"node_positions": positions}},
+        "collaboration": {"walkthrough": {"title": "t", "steps": [{
+            "id": "only", "title": "Only", "view": {"camera": {"x": 0, "y": 0, "z": 1},
+                                                    "viewport": {"width": 800, "height": 600}}}]}},
+    }
+
+
+NESTED = synthetic(
+    [node("in", "input", "Input", shape="2,3"),
+     node("outer", "module", "Module", members=["outer.a", "mid"]),
+     node("outer.a", parent="outer"),
+     node("mid", "module", "Module", parent="outer", members=["mid.b", "inner"]),
+     node("mid.b", parent="mid"),
+     node("inner", "module", "Module", parent="mid", members=["inner.c"]),
+     node("inner.c", parent="inner"),
+     node("side", "module", "Module", members=["side.s"]),
+     node("side.s", parent="side"),
+     node("out", "output", "Output")],
+    [("in", "outer"), ("in", "outer.a"), ("outer.a", "mid.b"), ("in", "mid.b"), ("mid.b", "inner.c"),
+     ("mid", "inner.c"), ("outer", "mid.b"), ("inner.c", "out"), ("inner", "out"), ("mid", "out"),
+     ("outer", "out"), ("outer.a", "side.s"), ("outer", "side"), ("side.s", "out"), ("in", "inner.c"),
+     ("inner.c", "mid.b"), ("outer.a", "outer.a")],
+    # side.s and out have no position: they must still be placed
+    {"in": {"x": 0, "y": 0}, "outer": {"x": 200, "y": 0}, "outer.a": {"x": 24, "y": 80},
+     "mid": {"x": 24, "y": 170}, "mid.b": {"x": 24, "y": 80}, "inner": {"x": 200, "y": 80},
+     "inner.c": {"x": 24, "y": 80}, "side": {"x": 900, "y": 0}})
+
+MODULES = ["outer", "mid", "inner", "side"]
+COMBINATIONS = [list(c) for r in range(len(MODULES) + 1) for c in itertools.combinations(MODULES, r)]
+
+
+@pytest.fixture(scope="module")
+def nested():
+    return parse_snapshot(copy.deepcopy(NESTED))
+
+
+@pytest.mark.parametrize("expanded", COMBINATIONS, ids=lambda c: "+".join(c) or "none")
+def test_folding_properties_at_every_expansion(nested, expanded):
+    graph = build_graph_view(nested, expanded, ["inner.c"])
+    drawn = set(graph.node_ids)
+    assert drawn == set(visible_node_ids(nested, expanded))
+    assert len(graph.node_ids) == len(drawn)
+    keys = [(e.source, e.target) for e in graph.edges]
+    assert len(keys) == len(set(keys)) and len({e.id for e in graph.edges}) == len(keys)
+    assert all(s in drawn and t in drawn and s != t for s, t in keys)
+
+    def inside(inner, outer):
+        return inner == outer or outer in ancestors(nested, inner)
+
+    for edge in nested.edges:
+        s = representative(nested, edge.source_node_id, drawn)
+        t = representative(nested, edge.target_node_id, drawn)
+        folded = [e for e in graph.edges if edge.edge_id in e.edge_ids]
+        if s == t or inside(s, t) or inside(t, s):
+            assert not folded
+            continue
+        if folded:  # drawn where it folds to
+            assert [(e.source, e.target) for e in folded] == [(s, t)]
+        else:  # dropped only as the summary of a more specific drawn edge
+            assert graph.node(s).is_container or graph.node(t).is_container
+            assert any(inside(a, s) and inside(b, t) for a, b in keys), (edge.edge_id, s, t)
+
+
+@pytest.mark.parametrize("expanded", COMBINATIONS, ids=lambda c: "+".join(c) or "none")
+def test_nested_layout_at_every_expansion(nested, expanded):
+    graph = build_graph_view(nested, expanded, [])
+    containers = [n for n in graph.nodes if n.is_container]
+    assert graph.nodes[:len(containers)] == containers  # behind everything else
+    assert [n.depth for n in containers] == sorted(n.depth for n in containers)
+    for n in graph.nodes:
+        if n.parent_id is not None:  # inside its container, with the padding right/bottom
+            box = graph.node(n.parent_id)
+            assert box.x <= n.x and n.x + n.width + PADDING <= box.x + box.width
+            assert box.y <= n.y and n.y + n.height + PADDING <= box.y + box.height
+    rightmost = max(n.x + n.width for n in graph.nodes if n.id != "out")
+    assert graph.node("out").x > rightmost  # unpositioned: placed right of the rest
+
+
+def test_nested_folding_examples(nested):
+    assert pairs(build_graph_view(nested, [], [])) == {("in", "outer"), ("outer", "out"),
+                                                       ("outer", "side"), ("side", "out")}
+    opened = build_graph_view(nested, ["outer", "mid"], [])
+    got = pairs(opened)
+    assert ("in", "outer") not in got and ("in", "outer.a") in got  # summary gone
+    assert ("inner", "out") in got and ("mid", "out") not in got and ("outer", "out") not in got
+    assert ("outer", "side") not in got and ("outer.a", "side") in got
+    assert opened.node("mid.b").depth == 2 and opened.node("inner").depth == 2
+
+
+# -- the template -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def env():
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / "templates")), autoescape=True)
+
+
+def render(env, graph, **context):
+    html = env.get_template("partials/graph.html").render(
+        graph=graph, toggle_url=lambda m: f"/w?toggle={m}&x=1", select_url=lambda n: f"/w?node={n}",
+        **context)
+    return html, ET.fromstring(html)  # raises unless well-formed XML
+
+
+def node_groups(svg):
+    return [g for g in svg.iter(f"{SVG}g") if "node" in g.get("class", "").split()]
+
+
+@pytest.mark.parametrize("step_id", ["policy", "advantages", "clip", "reference"])
+def test_template_renders_every_seed_step(seed, env, step_id):
+    graph = step_view(seed, step_id, shapes={"input": (1, 3)})
+    html, svg = render(env, graph, name=seed.name)
+    assert svg.get("id") == "graph" and svg.get("viewBox") == "0 0 1100 700"
+    assert svg.get("data-viewport") == "1100x700" and svg.get("aria-label") == f"Model graph of {seed.name}"
+    groups = node_groups(svg)
+    assert [g.get("data-node-id") for g in groups] == [n.id for n in graph.nodes]
+    assert all(g.get("tabindex") == "0" and g.get("role") == "group" for g in groups)
+    camera = next(g for g in svg.iter(f"{SVG}g") if g.get("id") == "camera")
+    assert camera.get("transform") == seed_transform(seed, step_id)
+    edges = [p for p in svg.iter(f"{SVG}path") if p.get("class") == "edge"]
+    assert len(edges) == len(graph.edges)
+    assert [p.get("data-edge-id") for p in edges] == [e.id for e in graph.edges]
+    pan = next(g for g in svg.iter(f"{SVG}g") if g.get("id") == "pan-layer")
+    assert set(pan.attrib) == {"id"}
+    # strict CSP: no inline styles or handlers anywhere
+    for el in svg.iter():
+        assert "style" not in el.attrib and not any(a.startswith("on") for a in el.attrib)
+    assert "url(#arrow)" in html and svg.find(f".//{SVG}marker").get("id") == "arrow"
+
+
+def seed_transform(seed, step_id):
+    c = seed.step(step_id).view.camera
+    return f"translate({fmt(c.x)} {fmt(c.y)}) scale({fmt(c.z)})"
+
+
+def test_template_node_details(seed, env):
+    graph = step_view(seed, "policy", shapes={"input": (1, 3)})
+
+    class Record:
+        def __init__(self, shape):
+            self.shape = shape
+
+    html, svg = render(env, graph, records={"policy.logits": Record([1, 4]), "output": None},
+                       inactive={"old_policy"})
+    by_id = {g.get("data-node-id"): g for g in node_groups(svg)}
+    logits = by_id["policy.logits"]
+    assert "selected" in logits.get("class").split() and logits.get("aria-current") == "true"
+    assert all("aria-current" not in g.attrib for g in by_id.values() if g is not logits)
+    assert logits.get("aria-label") == "policy.logits: Linear, shape (1, 4), selected"
+    assert [t.text for t in logits.iter(f"{SVG}text") if t.get("class") == "shape"] == ["(1, 4)"]
+    link = logits.find(f"{SVG}a")
+    assert link.get("class") == "node-link" and link.get("href") == "/w?node=policy.logits"
+    assert logits.get("data-href") == "/w?node=policy.logits" and "data-toggle-href" not in logits.attrib
+
+    policy = by_id["policy"]
+    assert policy.get("class").split() == ["node", "module", "expanded", "container"]
+    assert policy.get("data-toggle-href") == "/w?toggle=policy&x=1"  # '&' escaped in the markup
+    assert "/w?toggle=policy&amp;x=1" in html
+    toggle = next(a for a in policy.iter(f"{SVG}a") if a.get("class") == "toggle-link")
+    assert toggle.get("aria-label") == "Collapse policy"
+    assert [t.text for t in toggle.iter(f"{SVG}text")] == ["−"]
+    assert policy.find(f"{SVG}rect").get("class") == "container-box"
+    assert policy.get("aria-label") == "policy: Module, 2 members, expanded"
+    ratio = by_id["ratio"]
+    assert next(a for a in ratio.iter(f"{SVG}a") if a.get("class") == "toggle-link").get("aria-label") == "Expand ratio"
+    assert "Module · 1 member" in html and "Module · 2 members" in html
+
+    assert "inactive" in by_id["old_policy"].get("class").split()
+    warned = by_id["input"]
+    assert "warning" in warned.get("class").split()
+    assert [t.text for t in warned.iter(f"{SVG}text") if t.get("class") == "warning-text"] == ["⚠ declared 1,3,224,224"]
+    assert "palette default" in warned.find(f"{SVG}title").text
+
+
+def test_template_escapes_snapshot_text(env):
+    hostile = '<script>alert("x")</script>'
+    raw = synthetic([node("in", "input", "Input"), node(hostile, op="<b>op</b>"),
+                     node("m&m", "module", "Module", members=[])],
+                    [("in", hostile), (hostile, "m&m")],
+                    {"in": {"x": 0, "y": 0}, hostile: {"x": 200, "y": 0}}, name="<i>graph</i>")
+    snap = parse_snapshot(raw)
+    graph = build_graph_view(snap, [], [hostile])
+    html, svg = render(env, graph, name=snap.name)
+    assert "<script" not in html and "<b>" not in html and "<i>" not in html
+    assert "&lt;script&gt;" in html
+    assert [g.get("data-node-id") for g in node_groups(svg)] == ["in", hostile, "m&m"]
+    assert svg.get("aria-label") == "Model graph of <i>graph</i>"  # text, not markup
+    assert graph.node("m&m").x > graph.node(hostile).x  # no position: placed on the row

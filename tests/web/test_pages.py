@@ -1,0 +1,199 @@
+"""HTML pages through TestClient, checked with CSS selectors."""
+import json
+import shutil
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+
+from app.web.factory import create_app
+from app.web.settings import Settings
+from snapshots import SEED_PATH, other_snapshot
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory, make_client):
+    folder = tmp_path_factory.mktemp("walkthroughs")
+    shutil.copy(SEED_PATH, folder / SEED_PATH.name)
+    (folder / "other.json").write_text(json.dumps(other_snapshot()))
+    return make_client(walkthroughs_dir=folder, follow_redirects=False)
+
+
+def soup(response):
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def test_home_is_the_opening_step_full_page(client):
+    r = client.get("/")
+    assert r.status_code == 200 and "HX-Request" in r.headers["vary"].split(", ")
+    page = soup(r)
+    assert page.select_one("html") and page.select_one("main #view .view-content")
+    assert page.select_one("#step-title").get_text() == "Compare a completion’s reward with its group"
+    assert page.select_one(".step-count").get_text() == "Step 2 of 4"
+    assert page.select_one("#camera")["transform"] == "translate(-1045 50) scale(1.25)"
+    assert page.select_one('[data-node-id="advantages"]')["class"].count("selected") == 1
+    assert page.select_one("#inspector")["aria-label"] == "Inspector"
+
+
+def test_fragment_for_htmx(client):
+    r = client.get("/walkthroughs/toy_grpo/steps/clip", headers=HX)
+    assert r.status_code == 200 and "HX-Request" in r.headers["vary"].split(", ")
+    page = soup(r)
+    assert page.select_one("html") is None and page.select_one("header") is None
+    assert page.select_one(".view-content")["data-step-id"] == "clip"
+    assert r.headers["hx-push-url"] == "/walkthroughs/toy_grpo/steps/clip"
+    restore = client.get("/walkthroughs/toy_grpo/steps/clip", headers={**HX, "HX-History-Restore-Request": "true"})
+    assert soup(restore).select_one("html") is not None
+
+
+@pytest.mark.parametrize("step, camera, selected, index", [
+    ("policy", "translate(308.5 6) scale(1.25)", "policy.logits", 1),
+    ("advantages", "translate(-1045 50) scale(1.25)", "advantages", 2),
+    ("clip", "translate(-1770 -57) scale(1.25)", "clipped", 3),
+    ("reference", "translate(-2065 50) scale(1.25)", "divergence", 4),
+])
+def test_each_step_page(client, step, camera, selected, index):
+    page = soup(client.get(f"/walkthroughs/toy_grpo/steps/{step}"))
+    assert page.select_one("#camera")["transform"] == camera
+    assert [n["data-node-id"] for n in page.select(".graph .node.selected")] == [selected]
+    assert page.select_one(".step-count").get_text() == f"Step {index} of 4"
+    assert page.select_one("[data-node-title]")["data-node-title"] == selected
+    prev_link, next_link = page.select_one("#prev-step"), page.select_one("#next-step")
+    assert (prev_link is None) == (index == 1) and (next_link is None) == (index == 4)
+    for node in page.select(".graph [data-node-id]"):
+        assert node["tabindex"] == "0"
+
+
+def test_prev_next_links(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/advantages?seed=3"))
+    assert page.select_one("#prev-step")["href"] == "/walkthroughs/toy_grpo/steps/policy?seed=3"
+    assert page.select_one("#next-step")["href"] == "/walkthroughs/toy_grpo/steps/clip?seed=3"
+    assert page.select_one("#next-step").get_text() == "Next"
+    assert page.select_one("#prev-step").get_text() == "Previous"
+
+
+def test_url_state_round_trips(client):
+    url = "/walkthroughs/toy_grpo/steps/clip?expanded=clipped%2Cpolicy&node=policy.logits&seed=3&clip_epsilon=0.1"
+    r = client.get(url)
+    assert r.status_code == 200
+    page = soup(r)
+    assert page.select_one(".view-content")["data-url"] == url
+    drawn = {n["data-node-id"] for n in page.select(".graph [data-node-id]")}
+    assert {"policy.logits", "policy.log_probabilities", "python@clipped#0"} <= drawn
+    assert "old_policy.logits" not in drawn
+    assert page.select_one("[data-node-title]")["data-node-title"] == "policy.logits"
+    assert page.select_one("#p-seed")["value"] == "3" and page.select_one("#p-clip_epsilon")["value"] == "0.1"
+    # collapsing policy keeps the rest of the state
+    toggle = page.select_one('.graph [data-node-id="policy"]')["data-toggle-href"]
+    assert toggle == "/walkthroughs/toy_grpo/steps/clip?node=policy&seed=3&clip_epsilon=0.1"
+
+
+def test_non_canonical_urls_redirect_to_the_canonical_one(client):
+    r = client.get("/walkthroughs/toy_grpo/steps/clip?seed=10&expanded=clipped&node=clipped")
+    assert r.status_code == 303 and r.headers["location"] == "/walkthroughs/toy_grpo/steps/clip"
+    assert client.get("/walkthroughs/toy_grpo").headers["location"] == "/walkthroughs/toy_grpo/steps/advantages"
+
+
+@pytest.mark.parametrize("url, text", [
+    ("/walkthroughs/toy_grpo/steps/nope", "no step 'nope'"),
+    ("/walkthroughs/toy_grpo/steps/clip?node=nope", "no node 'nope'"),
+    ("/walkthroughs/toy_grpo/steps/clip?expanded=output", "no module 'output'"),
+    ("/walkthroughs/nope/steps/clip", "unknown walkthrough 'nope'"),
+    ("/no/such/page", "There is no page at this address."),
+])
+def test_404_pages_are_readable(client, url, text):
+    r = client.get(url)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    page = soup(r)
+    assert page.select_one("h1").get_text() == "Not found"
+    assert text in page.select_one(".error-page p").get_text()
+    assert page.select_one('.error-page a[href="/"]')
+
+
+def test_invalid_parameter_full_page_shows_message_next_to_field(client):
+    r = client.get("/walkthroughs/toy_grpo/steps/clip?clip_epsilon=2")
+    assert r.status_code == 422
+    page = soup(r)
+    field = page.select_one("#p-clip_epsilon")
+    assert field["value"] == "2" and field["aria-invalid"] == "true"
+    assert "less than 1" in page.select_one("#e-clip_epsilon").get_text()
+
+
+def test_invalid_parameter_fragment_swaps_only_the_form(client):
+    r = client.get("/walkthroughs/toy_grpo/steps/clip?group_size=8&rewards=1,0", headers=HX)
+    assert r.status_code == 422
+    assert r.headers["hx-retarget"] == "#param-form" and r.headers["hx-push-url"] == "false"
+    page = soup(r)
+    assert page.select_one("form#param-form") and page.select_one(".view-content") is None
+    assert "group_size (8)" in page.select_one("#e-rewards").get_text()
+
+
+def test_inspector_numbers_equal_the_api(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/clip?node=python%40clipped%230&seed=5"))
+    api = client.get("/api/walkthroughs/toy_grpo/tensors", params={"step": "clip", "seed": 5}).json()
+    values = [float(c["data-value"]) for c in page.select('#inspector [data-tensor="values"] .num')]
+    grads = [float(c["data-value"]) for c in page.select('#inspector [data-tensor="grad"] .num')]
+    assert values == api["nodes"]["python@clipped#0"]["values"]
+    assert grads == api["nodes"]["python@clipped#0"]["grad"]
+    rows = page.select("#group-table tbody tr")
+    assert len(rows) == len(api["samples"])
+    for row, sample in zip(rows, api["samples"]):
+        cells = [float(c["data-value"]) for c in row.select(".num")]
+        assert cells == [sample[k] for k in ("reward", "advantage", "ratio", "clipped", "divergence", "objective", "ratio_grad")]
+        assert ("clip-active" in row.get("class", [])) == sample["clip_active"]
+
+
+def test_clip_step_shows_the_clip_plot_and_saturated_rows(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/clip"))
+    assert page.select_one("#inspector figure svg[role=img]")
+    active = page.select("#group-table tr.clip-active")
+    assert active and all(r.select_one(".clip-mark") for r in active)
+    assert all(float(r.select(".num")[-1]["data-value"]) == 0.0 for r in active)
+
+
+def test_input_node_shows_declared_vs_traced_shape(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/policy?node=input"))
+    assert "1,3,224,224" in page.select_one("#inspector .warning").get_text()
+    assert "(1, 3)" in page.select_one("#inspector .warning").get_text()
+    assert "warning" in page.select_one('.graph [data-node-id="input"]')["class"]
+
+
+def test_log_probabilities_show_probability_bars(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/policy?node=policy.log_probabilities"))
+    assert page.select_one("#inspector figure svg[role=img]")
+
+
+def test_security_headers_everywhere(client):
+    for url, headers in (("/", {}), ("/walkthroughs/toy_grpo/steps/clip", HX), ("/api/walkthroughs", {}),
+                         ("/static/js/app.js", {}), ("/healthz", {}), ("/no/such", {})):
+        r = client.get(url, headers=headers)
+        csp = r.headers["content-security-policy"]
+        script_src = next(p for p in csp.split(";") if p.strip().startswith("script-src"))
+        assert "unsafe-inline" not in script_src and "frame-ancestors 'none'" in csp, url
+        assert r.headers["x-content-type-options"] == "nosniff", url
+        assert r.headers["referrer-policy"] == "same-origin", url
+
+
+def test_no_inline_script_style_or_handlers(client):
+    for url in ("/", "/walkthroughs/toy_grpo/steps/clip?node=advantages", "/walkthroughs/other/steps/first"):
+        page = soup(client.get(url))
+        assert all(s.get("src") for s in page.select("script")), url
+        assert not page.select("style") and not page.select("[style]"), url
+        assert not [t for t in page.find_all(True) if any(a.lower().startswith("on") for a in t.attrs)], url
+
+
+def test_another_snapshot_renders_view_only_and_escapes(client):
+    r = client.get("/walkthroughs/other/steps/first")
+    assert r.status_code == 200
+    page = soup(r)
+    note = page.select_one(".step-note")
+    assert note.get_text() == "Note with <script>alert('x')</script> & more"
+    assert not [s for s in page.select("script") if "alert" in s.get_text()]
+    assert page.select_one("#step-title").get_text() == "First <i>look</i>"
+    assert page.select_one("#camera")["transform"] == "translate(50 100) scale(1)"
+    assert "view-only" in page.select_one("#inspector").get_text()
+    second = soup(client.get(page.select_one("#next-step")["href"]))
+    assert {n["data-node-id"] for n in second.select(".graph [data-node-id]")} >= {"block<b>", "block<b>.fc"}
+    assert second.select_one(".graph .node.selected")["data-node-id"] == "block<b>.fc"

@@ -1,0 +1,283 @@
+"""The response models of app/web/schemas match the bodies the API really sends, and /openapi.json names them.
+
+Every model forbids extra keys, so a key added to (or dropped from) a builder without
+its model fails here. Bodies are validated as received: the routes never validate them.
+The document itself is checked too: real bodies against its JSON schemas (schemathesis).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+from pydantic import BaseModel, TypeAdapter
+
+from app.engine.compute import LIMITER
+from app.web.factory import create_app
+from app.web.schemas.errors import ErrorBody, ParamError, ValidationErrorBody
+from app.web.schemas.health import HealthBody
+from app.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
+from app.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
+from app.web.schemas.walkthroughs import UploadBody, WalkthroughItem, WalkthroughSummary
+from app.web.settings import PROJECT_ROOT, Settings
+from snapshots import other_snapshot
+
+SEED = PROJECT_ROOT / "walkthroughs" / "toy_grpo.tensorviz.json"
+TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+REF = "#/components/schemas/"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    return TestClient(create_app(Settings(uploads_dir=tmp_path_factory.mktemp("uploads"))))
+
+
+@pytest.fixture(scope="module")
+def openapi(client) -> dict:
+    return client.get("/openapi.json").json()
+
+
+def validated(response, status: int, model):
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"].startswith("application/json")
+    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+    return adapter.validate_python(response.json())
+
+
+# -- 200 bodies -------------------------------------------------------------------------
+
+def test_healthz(client):
+    assert HealthBody.model_validate(client.get("/healthz").json()) == HealthBody(status="ok")
+
+
+def test_walkthrough_list_and_summary(client):
+    items = validated(client.get("/api/walkthroughs"), 200, list[WalkthroughItem])
+    assert "toy_grpo" in {i.id for i in items}
+    summary = validated(client.get("/api/walkthroughs/toy_grpo"), 200, WalkthroughSummary)
+    assert summary.steps and summary.nodes and summary.edges and summary.modules
+    assert summary.opening_step in {s.id for s in summary.steps}
+
+
+@pytest.mark.parametrize("query, kind, history", [
+    ("", "grpo", "StepHistory"),
+    ("?step=clip", "grpo", "StepHistory"),
+    ("?node=ratio", "grpo", "StepHistory"),
+    ("?rewards=1,1,1,1", "grpo", "StepHistory"),
+    ("?process=r1&stage=cold-start", "sft", "SFTStageHistory"),
+    ("?process=r1&stage=cold-start&prompt=5", "sft", "SFTStageHistory"),  # no pair: `output` inactive
+    ("?process=distillation&stage=curate", "rejection_sampling", "SamplingStageHistory"),
+    ("?process=distillation&stage=student-sft", "sft", "SFTStageHistory"),
+    ("?process=r1-zero", "grpo", "GRPOStageHistory"),
+])
+def test_tensors(client, query, kind, history):
+    response = client.get(TENSORS + query)
+    body = validated(response, 200, TensorsBody)
+    assert body.kind == kind and type(body.history).__name__ == history
+    assert ("process" in body.model_fields_set) == ("process=" in query)
+    sent = response.json()
+    # `exclude_unset` gives back exactly the keys sent: nothing is defaulted in
+    assert body.model_dump(mode="json", exclude_unset=True).keys() == sent.keys()
+    records = list(body.nodes.values())
+    assert all(isinstance(r, TensorRecord | InactiveRecord) for r in records)
+    if kind != "grpo":
+        assert any(isinstance(r, InactiveRecord) for r in records)
+
+
+def test_tensors_records_as_sent(client):
+    """A tensor record and an inactive record, key for key."""
+    body = client.get(TENSORS + "?process=distillation&stage=curate").json()
+    inactive = body["nodes"]["ratio"]
+    assert set(inactive) == set(InactiveRecord.model_fields) and inactive["inactive"] is True
+    assert set(body["nodes"]["policy"]) == set(TensorRecord.model_fields)
+    assert body["parameter_grads"] == {}
+
+
+def test_processes(client):
+    listed = validated(client.get("/api/processes"), 200, ProcessesBody)
+    assert {p.id for p in listed.processes} == {"r1-zero", "r1", "distillation"}
+    run = validated(client.get("/api/processes/r1?seed=0"), 200, ProcessRunBody)
+    assert run.seed == 0 and [s.id for s in run.stages] == [s.id for s in listed.processes[1].stages]
+    compared = validated(client.get("/api/processes/compare"), 200, ComparisonBody)
+    assert compared.seed == 0 and len(compared.processes) == 3
+
+
+def test_upload(client):
+    raw = SEED.read_bytes()
+    first = client.post("/api/walkthroughs", files={"file": ("toy.json", raw, "application/json")})
+    again = client.post("/api/walkthroughs", files={"file": ("toy.json", raw, "application/json")})
+    assert validated(first, 201, UploadBody) == validated(again, 200, UploadBody)
+
+
+# -- error bodies -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, status, model", [
+    ("/api/walkthroughs/nope", 404, ErrorBody),
+    ("/api/walkthroughs/nope/tensors", 404, ErrorBody),
+    (TENSORS + "?node=nope", 404, ErrorBody),
+    (TENSORS + "?process=r1&stage=x", 404, ErrorBody),
+    ("/api/processes/nope", 404, ErrorBody),
+    (TENSORS + "?group_size=1", 422, ValidationErrorBody),
+    (TENSORS + "?stage=x", 422, ValidationErrorBody),
+    (TENSORS + "?learning_rate=10&beta=10&iteration=50&inner_steps=16", 422, ValidationErrorBody),  # diverges
+    ("/api/processes/r1?seed=-1", 422, ValidationErrorBody),
+    ("/api/processes/compare?iterations_scale=x", 422, ValidationErrorBody),
+])
+def test_error_bodies(client, url, status, model):
+    body = validated(client.get(url), status, model)
+    if status == 422:
+        assert body.detail and body.error.startswith(body.detail[0].param)
+
+
+def test_upload_refusals(client):
+    bad = client.post("/api/walkthroughs", files={"file": ("x.json", b"{}", "application/json")})
+    validated(bad, 422, ErrorBody)
+    validated(client.post("/api/walkthroughs"), 422, ValidationErrorBody)  # no `file` part
+    huge = client.post("/api/walkthroughs", files={"file": ("x.json", b" " * (2 * 1024 * 1024 + 1))})
+    validated(huge, 413, ErrorBody)
+
+
+def test_view_only_409(client):
+    raw = json.dumps(other_snapshot()).encode()
+    upload = validated(client.post("/api/walkthroughs", files={"file": ("other.json", raw)}), 201, UploadBody)
+    assert upload.runnable is False
+    validated(client.get(f"/api/walkthroughs/{upload.id}"), 200, WalkthroughSummary)
+    validated(client.get(f"/api/walkthroughs/{upload.id}/tensors"), 409, ErrorBody)
+
+
+def test_busy_503(tmp_path):
+    saved = (LIMITER.slots, LIMITER.max_waiting, LIMITER.timeout_s)
+    try:
+        busy = TestClient(create_app(Settings(uploads_dir=tmp_path, compute_slots=1, compute_queue=0,
+                                              response_cache_mb=0)))
+        with LIMITER:  # the one slot taken, no waiting line: an uncached step is refused at once
+            response = busy.get(TENSORS + "?seed=918273")
+        validated(response, 503, ErrorBody)
+        assert response.headers["retry-after"] == "1"
+    finally:
+        LIMITER.configure(*saved)
+
+
+def test_models_forbid_drift():
+    """The guard every test above relies on: an unknown key fails validation."""
+    with pytest.raises(ValueError):
+        HealthBody.model_validate({"status": "ok", "extra": 1})
+    with pytest.raises(ValueError):  # an inactive record must not carry numbers
+        InactiveRecord.model_validate({"inactive": True, "reason": "r", "shape": [1], "dtype": None,
+                                       "values": None, "grad": None})
+
+
+# -- the OpenAPI document -----------------------------------------------------------------
+
+def schema_of(openapi: dict, path: str, status: str, method: str = "get") -> dict:
+    return openapi["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"]
+
+
+def ref(model: type[BaseModel]) -> str:
+    return REF + model.__name__
+
+
+OK = [
+    ("/healthz", "get", "200", HealthBody),
+    ("/api/walkthroughs/{walkthrough_id}", "get", "200", WalkthroughSummary),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", "get", "200", TensorsBody),
+    ("/api/walkthroughs", "post", "201", UploadBody),
+    ("/api/walkthroughs", "post", "200", UploadBody),
+    ("/api/processes", "get", "200", ProcessesBody),
+    ("/api/processes/{process_id}", "get", "200", ProcessRunBody),
+    ("/api/processes/compare", "get", "200", ComparisonBody),
+]
+
+
+@pytest.mark.parametrize("path, method, status, model", OK)
+def test_openapi_names_each_body(openapi, path, method, status, model):
+    schema = schema_of(openapi, path, status, method)
+    assert schema["$ref"] == ref(model)
+    # only the model: no `type: object, additionalProperties: true` left over from `-> dict`
+    assert set(schema) <= {"$ref", "title"}
+    assert openapi["components"]["schemas"][model.__name__]["additionalProperties"] is False
+
+
+def test_openapi_walkthrough_list(openapi):
+    assert schema_of(openapi, "/api/walkthroughs", "200") == {
+        "type": "array", "items": {"$ref": ref(WalkthroughItem)},
+        "title": "Response 200 List Walkthroughs Api Walkthroughs Get"}
+
+
+@pytest.mark.parametrize("path, errors", [
+    ("/api/walkthroughs/{walkthrough_id}", {"404": ErrorBody, "422": ValidationErrorBody}),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
+                                                    "503": ErrorBody}),
+    ("/api/processes/{process_id}", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),
+    ("/api/processes/compare", {"422": ValidationErrorBody, "503": ErrorBody}),
+])
+def test_openapi_error_bodies(openapi, path, errors):
+    responses = openapi["paths"][path]["get"]["responses"]
+    assert set(responses) == {"200", *errors}
+    for status, model in errors.items():
+        assert schema_of(openapi, path, status) == {"$ref": ref(model)}, status
+    if "503" in errors:
+        assert "Retry-After" in responses["503"]["headers"]
+
+
+def test_openapi_upload_errors(openapi):
+    assert schema_of(openapi, "/api/walkthroughs", "413", "post") == {"$ref": ref(ErrorBody)}
+    refused = schema_of(openapi, "/api/walkthroughs", "422", "post")["anyOf"]
+    assert refused == [{"$ref": ref(ErrorBody)}, {"$ref": ref(ValidationErrorBody)}]
+
+
+def test_openapi_422_is_the_apps_body(openapi):
+    """The app's handler replaces FastAPI's validation body, and so does the document."""
+    detail = openapi["components"]["schemas"]["ValidationErrorBody"]
+    assert detail["required"] == ["error", "detail"]
+    assert detail["properties"]["detail"]["items"] == {"$ref": ref(ParamError)}
+    for path, ops in openapi["paths"].items():
+        for op in ops.values():
+            assert "HTTPValidationError" not in json.dumps(op.get("responses", {})), path
+    assert "HTTPValidationError" not in openapi["components"]["schemas"]
+
+
+DOCUMENTED = [  # (path in the document, URL): GET bodies checked against the document itself
+    ("/healthz", "/healthz"),
+    ("/api/walkthroughs", "/api/walkthroughs"),
+    ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/toy_grpo"),
+    ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/nope"),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?step=clip&rewards=1,0,0,1"),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1&stage=cold-start&prompt=5"),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=distillation&stage=curate"),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1-zero"),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?group_size=1"),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?node=nope"),
+    ("/api/processes", "/api/processes"),
+    ("/api/processes/{process_id}", "/api/processes/r1?seed=0"),
+    ("/api/processes/{process_id}", "/api/processes/nope"),
+    ("/api/processes/compare", "/api/processes/compare"),
+    ("/api/processes/compare", "/api/processes/compare?seed=-1"),
+]
+
+
+@pytest.fixture(scope="module")
+def document(openapi):
+    return schemathesis.openapi.from_dict(openapi)
+
+
+@pytest.mark.parametrize("path, url", DOCUMENTED)
+def test_document_describes_real_bodies(client, openapi, document, path, url):
+    response = client.get(url)
+    assert str(response.status_code) in openapi["paths"][path]["get"]["responses"], url
+    document[path]["GET"].validate_response(response)  # raises, naming the mismatch
+
+
+def test_document_catches_drift(client, document):
+    """The check above is not vacuous: a body with one key more fails it."""
+    import datetime
+
+    import httpx
+
+    response = client.get(TENSORS + "?node=ratio")
+    body = {**response.json(), "extra": 1}
+    drifted = httpx.Response(200, json=body, request=response.request)
+    drifted._elapsed = datetime.timedelta(0)  # schemathesis reads it; set by a real transport
+    assert document["/api/walkthroughs/{walkthrough_id}/tensors"]["GET"].is_valid_response(response)
+    assert not document["/api/walkthroughs/{walkthrough_id}/tensors"]["GET"].is_valid_response(drifted)
