@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test install install-test system-deps bench clean
+.PHONY: run test lint install install-test system-deps bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,14 @@ system-deps:
 run: install
 	$(BIN)/python -m app --host $(HOST) --port $(PORT)
 
-test: install-test
+# Style (ruff), types (mypy on domain, engine, views) and the layer contract (import-linter:
+# web -> views -> engine -> domain, docs/design.md §5). `make test` runs it first.
+lint: $(VENV)/.test-stamp
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: install-test lint
 	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmark (bench/README.md): wrk + Chromium against the app on loopback, one table,

@@ -1,6 +1,6 @@
 """Independent GRPO arithmetic in plain Python floats (IEEE double).
 
-Written from DESIGN.md §3 and DeepSeekMath eq. 3-4, without calling any engine
+Written from docs/design.md §3 and DeepSeekMath eq. 3-4, without calling any engine
 helper, so the engine can be checked against it.
 """
 import math
@@ -13,7 +13,7 @@ def log_softmax(logits):
 
 
 def linear(weight, bias, x):
-    return [sum(w * xi for w, xi in zip(row, x)) + b for row, b in zip(weight, bias)]
+    return [sum(w * xi for w, xi in zip(row, x, strict=True)) + b for row, b in zip(weight, bias, strict=True)]
 
 
 def advantages(rewards, eps):
@@ -37,7 +37,7 @@ def grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps, beta, adv_eps):
     """Returns (loss, per-sample dicts)."""
     adv = advantages(rewards, adv_eps)
     rows = []
-    for lp, lo, lr, a in zip(logp, logp_old, logp_ref, adv):
+    for lp, lo, lr, a in zip(logp, logp_old, logp_ref, adv, strict=True):
         ratio = math.exp(lp - lo)
         surrogate = clipped_surrogate(ratio, a, clip_eps)
         div = k3(lp, lr)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-
 from paths import ROOT
 
 

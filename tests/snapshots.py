@@ -1,7 +1,6 @@
 """Test snapshots built from the seed: a hostile-but-valid one with other nodes and steps."""
 import copy
 import json
-from pathlib import Path
 
 from paths import SEED_PATH  # noqa: F401  (re-exported for the tests that import it from here)
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from live_server import free_port, stop, wait_healthy
 from paths import ROOT
 

@@ -11,10 +11,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .json_path import render_loc
 from .rewards import COMPONENTS
 
 ROOT_CHECKPOINTS = ("base", "student-base")
 StageKind = Literal["sft", "grpo", "rejection_sampling", "distill_sft"]
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]  # ids that travel in URLs as they are
 
 
 class ProcessSpecError(ValueError):
@@ -24,7 +26,7 @@ class ProcessSpecError(ValueError):
 class Stage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
+    id: Slug
     kind: StageKind
     title: str
     start: str
@@ -57,7 +59,7 @@ class Stage(BaseModel):
 class Process(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
+    id: Slug
     title: str
     summary: str
     paper_section: str
@@ -84,7 +86,9 @@ class ProcessCatalog(BaseModel):
     @model_validator(mode="after")
     def _references(self):
         """Checkpoints and datasets must exist before a stage uses them (in file order)."""
-        checkpoints, datasets, seen = set(ROOT_CHECKPOINTS), set(), set()
+        checkpoints: set[str] = set(ROOT_CHECKPOINTS)
+        datasets: set[str] = set()
+        seen: set[str] = set()
         for i, proc in enumerate(self.processes):
             if proc.id in seen:
                 raise ValueError(f"process[{i}].id: duplicate process {proc.id!r}")
@@ -119,13 +123,6 @@ class ProcessCatalog(BaseModel):
         return [p.id for p in self.processes]
 
 
-def _render_loc(loc) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def parse_processes(text: str, source: str = "processes.toml") -> ProcessCatalog:
     try:
         data = tomllib.loads(text)
@@ -135,7 +132,7 @@ def parse_processes(text: str, source: str = "processes.toml") -> ProcessCatalog
         return ProcessCatalog.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = _render_loc(err["loc"])
+        loc = render_loc(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         raise ProcessSpecError(f"{source}: {loc + ': ' if loc else ''}{msg}") from None
 

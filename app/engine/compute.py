@@ -13,6 +13,8 @@ import functools
 import inspect
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 
 class ComputeBusy(RuntimeError):
@@ -57,52 +59,58 @@ class ComputeLimiter:
 LIMITER = ComputeLimiter()
 
 
-def cached_computation(maxsize: int, weight=lambda result: 1):
+class CachedComputation:
+    """A function whose results are kept (LRU by summed weight) and whose misses run under LIMITER."""
+
+    def __init__(self, fn: Callable[..., Any], maxsize: int, weight: Callable[[Any], float]) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn, self.maxsize, self.weight = fn, maxsize, weight
+        self._signature = inspect.signature(fn)
+        self._cache: OrderedDict[tuple, Any] = OrderedDict()
+        self._weights: dict[tuple, int] = {}
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = bound.args
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        with LIMITER:
+            result = self.fn(*key)
+        with self._lock:
+            if key not in self._cache:
+                self._weights[key] = max(1, int(self.weight(result)))
+                self._total += self._weights[key]
+            self._cache[key] = result
+            self._cache.move_to_end(key)
+            while self._total > self.maxsize and len(self._cache) > 1:
+                old, _ = self._cache.popitem(last=False)
+                self._total -= self._weights.pop(old)
+        return result
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._weights.clear()
+            self._total = 0
+
+    def cache_len(self) -> int:
+        return len(self._cache)
+
+    def cache_weight(self) -> int:
+        return self._total
+
+
+def cached_computation(maxsize: int, weight: Callable[[Any], float] = lambda result: 1):
     """LRU cache whose misses run under LIMITER; defaults are bound, so f(x) and f(x, default) share a key.
 
     `maxsize` bounds the summed `weight` of the entries, so a few huge results
     (G = 4096) cannot pin as much memory as many small ones.
     """
-    def decorate(fn):
-        cache: OrderedDict = OrderedDict()
-        weights: dict = {}
-        total = 0
-        lock = threading.Lock()
-        signature = inspect.signature(fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            args = bound.args
-            with lock:
-                if args in cache:
-                    cache.move_to_end(args)
-                    return cache[args]
-            with LIMITER:
-                result = fn(*args)
-            nonlocal total
-            with lock:
-                if args not in cache:
-                    weights[args] = max(1, int(weight(result)))
-                    total += weights[args]
-                cache[args] = result
-                cache.move_to_end(args)
-                while total > maxsize and len(cache) > 1:
-                    old, _ = cache.popitem(last=False)
-                    total -= weights.pop(old)
-            return result
-
-        def cache_clear() -> None:
-            nonlocal total
-            with lock:
-                cache.clear()
-                weights.clear()
-                total = 0
-
-        wrapper.cache_clear = cache_clear
-        wrapper.cache_len = lambda: len(cache)
-        wrapper.cache_weight = lambda: total
-        wrapper.maxsize = maxsize
-        return wrapper
+    def decorate(fn: Callable[..., Any]) -> CachedComputation:
+        return CachedComputation(fn, maxsize, weight)
     return decorate

@@ -129,7 +129,7 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards, clip_epsilon: float) -
         "ratio_grad": outputs["ratio"].grad,
     }
     as_lists = {k: as_python(v) for k, v in columns.items()}
-    samples = [dict(zip(as_lists, row)) for row in zip(*as_lists.values())]
+    samples = [dict(zip(as_lists, row, strict=True)) for row in zip(*as_lists.values(), strict=True)]
     return RecordedStep(samples, float(result["objective"].detach()), float(result["loss"].detach()), nodes,
                         parameter_grads(model.policy))
 

@@ -42,6 +42,7 @@ class CompletionPolicy(nn.Module):
 
     def __init__(self, cfg: ToyConfig, bottleneck: int | None = None):
         super().__init__()
+        self.logits: nn.Module
         if bottleneck is None:
             self.logits = nn.Linear(cfg.n_features, cfg.n_choices)
         else:

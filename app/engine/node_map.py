@@ -20,7 +20,8 @@ POLICY_NODES = ("input", "policy", "policy.logits", "policy.log_probabilities")
 RUNNABLE_NODE_IDS = frozenset(MODULE_NODES) | set(STATEMENT_NODES) | {"input", "sub@ToyGRPO#0", "output"}
 # What each node must be for this model to run it: same ids with other ops is another model.
 RUNNABLE_NODE_OPS = {
-    **{n: "Module" for n in ("policy", "old_policy", "reference_policy", "advantages", "ratio", "clipped", "divergence")},
+    **{n: "Module" for n in ("policy", "old_policy", "reference_policy",
+                             "advantages", "ratio", "clipped", "divergence")},
     **{f"{m}.logits": "Linear" for m in ("policy", "old_policy", "reference_policy")},
     **{f"{m}.log_probabilities": "LogSoftmax" for m in ("policy", "old_policy", "reference_policy")},
     **{n: "Python" for n in STATEMENT_NODES},

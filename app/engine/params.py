@@ -31,17 +31,28 @@ class GRPOParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="Seeds the per-run torch.Generator used for sampling.")] = DEFAULT_SEED
-    group_size: Annotated[int, Field(ge=2, le=MAX_GROUP_SIZE, description="G: completions sampled per prompt. Defaults to the length of `rewards` when that is given.")] = DEFAULT_GROUP_SIZE
-    clip_epsilon: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False, description="e: ratios are clipped to [1-e, 1+e].")] = 0.2
-    beta: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False, description="Weight of the k3 reference penalty (0.04 in DeepSeekMath, 0.001 in DeepSeek-R1).")] = 0.04
-    advantage_epsilon: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False, description="Added to the group's population std.")] = 1e-4
-    learning_rate: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False, description="Toy SGD step size of the policy updates.")] = 0.3
-    iteration: Annotated[int, Field(ge=0, le=MAX_ITERATION, description="Earlier GRPO iterations already run; each re-freezes the old policy.")] = 2
-    inner_steps: Annotated[int, Field(ge=1, le=MAX_INNER_STEPS, description="mu: policy updates per sampled group (old policy frozen meanwhile).")] = 4
-    inner_step: Annotated[int, Field(ge=0, lt=MAX_INNER_STEPS, description="Updates already made in the current iteration, 0 <= inner_step < inner_steps.")] = 2
+    seed: Annotated[int, Field(ge=0, le=2**31 - 1,
+        description="Seeds the per-run torch.Generator used for sampling.")] = DEFAULT_SEED
+    group_size: Annotated[int, Field(ge=2, le=MAX_GROUP_SIZE,
+        description="G: completions sampled per prompt. Defaults to the length of `rewards` when that is given.",
+    )] = DEFAULT_GROUP_SIZE
+    clip_epsilon: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False,
+        description="e: ratios are clipped to [1-e, 1+e].")] = 0.2
+    beta: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False,
+        description="Weight of the k3 reference penalty (0.04 in DeepSeekMath, 0.001 in DeepSeek-R1).")] = 0.04
+    advantage_epsilon: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False,
+        description="Added to the group's population std.")] = 1e-4
+    learning_rate: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False,
+        description="Toy SGD step size of the policy updates.")] = 0.3
+    iteration: Annotated[int, Field(ge=0, le=MAX_ITERATION,
+        description="Earlier GRPO iterations already run; each re-freezes the old policy.")] = 2
+    inner_steps: Annotated[int, Field(ge=1, le=MAX_INNER_STEPS,
+        description="mu: policy updates per sampled group (old policy frozen meanwhile).")] = 4
+    inner_step: Annotated[int, Field(ge=0, lt=MAX_INNER_STEPS,
+        description="Updates already made in the current iteration, 0 <= inner_step < inner_steps.")] = 2
     prompt: Annotated[int, Field(ge=0, lt=len(TOY_PROMPTS), description="Which toy prompt the group answers.")] = 0
-    rewards: Annotated[tuple[float, ...] | None, Field(description="Override of the current group's rewards: G comma-separated numbers.")] = None
+    rewards: Annotated[tuple[float, ...] | None, Field(
+        description="Override of the current group's rewards: G comma-separated numbers.")] = None
 
     @field_validator("inner_step")
     @classmethod

@@ -12,7 +12,7 @@ Metrics are exact expectations over the policy's probabilities, not samples.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -110,6 +110,13 @@ class StageRun:
     last: LastUpdate | None = None
     seconds: float = 0.0
 
+    @property
+    def final_update(self) -> LastUpdate:
+        """The update a stage's node view replays; a stage that made none has nothing to show."""
+        if self.last is None:
+            raise ValueError(f"stage {self.stage.id!r} made no training update")
+        return self.last
+
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: runs come from a cache, one object per key
 class ProcessRun:
@@ -117,7 +124,7 @@ class ProcessRun:
     seed: int
     stages: tuple[StageRun, ...]
     seconds: float
-    final: Metrics = field(default=None)
+    final: Metrics
 
     def stage(self, stage_id: str) -> StageRun:
         for s in self.stages:
@@ -200,6 +207,7 @@ def run_process(catalog: ProcessCatalog, process_id: str, seed: int, iterations_
         if stage.kind == "grpo":
             end_state, curve, last = _grpo_stage(stage, start, reference, gen, iterations)
         elif stage.kind in ("sft", "distill_sft"):
+            assert stage.data is not None, "the spec requires data for every SFT stage"
             dataset = datasets[stage.data]
             end_state, curve, last = _sft_stage(start, reference, dataset, iterations)
         else:

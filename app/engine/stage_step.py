@@ -12,11 +12,11 @@ import torch.nn.functional as F
 
 from ..domain.toy_task import TOY_PROMPTS
 from .compute import cached_computation
+from .grpo_step import record_grpo_step
 from .model import DTYPE, ToyConfig, ToyGRPO
 from .node_map import POLICY_NODES, RUNNABLE_NODE_IDS
 from .params import GRPOParams
-from .processes import GRPO_LR, GROUP_SIZE, INNER_STEPS, X, ProcessRun, StageRun, new_policy
-from .grpo_step import record_grpo_step
+from .processes import GROUP_SIZE, GRPO_LR, INNER_STEPS, ProcessRun, StageRun, X, new_policy
 from .recorder import capture, node_record, parameter_grads
 from .records import NodeRecord, StepResult
 
@@ -51,7 +51,9 @@ def _history(run: ProcessRun, stage_run: StageRun, **extra) -> dict:
 
 
 def _grpo_step(run: ProcessRun, stage_run: StageRun, prompt: int) -> StepResult:
-    last = stage_run.last
+    last = stage_run.final_update
+    if last.old_state is None or last.actions is None or last.rewards is None:
+        raise ValueError(f"stage {stage_run.stage.id!r}: a GRPO update keeps its old policy and group")
     cfg = ToyConfig()
     model = ToyGRPO(cfg).to(DTYPE)
     model.policy.load_state_dict(last.policy_state)
@@ -73,7 +75,7 @@ def _inactive(node_ids, reason) -> dict[str, NodeRecord]:
 
 
 def _sft_step(run: ProcessRun, stage_run: StageRun, prompt: int) -> StepResult:
-    last = stage_run.last
+    last = stage_run.final_update
     st = stage_run.stage
     policy = new_policy(last.policy_state)
     outputs, logp = _policy_outputs(policy, X[prompt:prompt + 1], with_grad=True)

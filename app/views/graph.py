@@ -72,8 +72,6 @@ class Camera:
     def transform(self) -> str:
         return f"translate({fmt(self.x)} {fmt(self.y)}) scale({fmt(self.z)})"
 
-    def to_screen(self, x: float, y: float) -> tuple[float, float]:
-        return x * self.z + self.x, y * self.z + self.y
 
 
 @dataclass(frozen=True)

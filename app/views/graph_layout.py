@@ -55,7 +55,9 @@ def representative(snapshot: Snapshot, node_id: str, visible: set[str]) -> str:
     ancestor (which is its outermost collapsed one). Top-level nodes are always visible."""
     current = node_id
     while current not in visible:
-        current = snapshot.node(current).parent_id
+        parent = snapshot.node(current).parent_id
+        assert parent is not None, "a top-level node is always visible"
+        current = parent
     return current
 
 
@@ -84,7 +86,7 @@ def layout(snapshot: Snapshot, visible: list[str], open_ids: set[str],
     def place(parent: str | None) -> None:
         group = children.get(parent, [])
         for nid in group:
-            w, h = NODE_WIDTH, NODE_HEIGHT
+            w, h = float(NODE_WIDTH), float(NODE_HEIGHT)
             if nid in open_ids and children.get(nid):
                 place(nid)
                 w = max(w, max(rel[m][0] + size[m][0] for m in children[nid]) + PADDING)

@@ -85,9 +85,11 @@ def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str |
 def _charts(node_id: str, record: NodeRecord | None, result: StepResult | None,
             step_id: str | None) -> dict:
     charts: dict = {}
-    has_values = record is not None and record.values is not None
-    if result is not None and has_values and (node_id.endswith(PROBABILITY_NODE_SUFFIXES) or node_id in POLICY_MODULES):
-        charts["probability_charts"] = tuple(probability_bars(row, result.prompt.correct) for row in record.values)
+    values = record.values if record is not None else None
+    has_values = values is not None
+    if result is not None and isinstance(values, list) and (
+            node_id.endswith(PROBABILITY_NODE_SUFFIXES) or node_id in POLICY_MODULES):
+        charts["probability_charts"] = tuple(probability_bars(row, result.prompt.correct) for row in values)
     if result is not None and has_values and node_id == "advantages":
         samples = result.samples
         charts["advantage_chart"] = advantage_bars([s["advantage"] for s in samples], [s["reward"] for s in samples],

@@ -106,9 +106,10 @@ def build_process_panel(snapshot: Snapshot, state: ViewState, processes: Process
         run = run_process(processes, process.id, seed)
         shown = process.stage(state.stage) if state.stage else process.default_stage
         drawn = pipeline(process, shown.id)
+        # the default stage's link names no stage: one URL per view
         links = tuple(StageLink(s, kind_label(s.kind),
-                                state.with_process(process.id, None if s is process.default_stage else s.id).url(snapshot),
-                                s.id == shown.id)
+                                state.with_process(process.id, None if s is process.default_stage else s.id)
+                                .url(snapshot), s.id == shown.id)
                       for s in process.stages)
         card = stage_card(run.stage(shown.id))
         # The plain walkthrough step should not pay for three training runs: only with a path chosen.

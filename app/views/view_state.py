@@ -38,7 +38,8 @@ class ViewState:
             step = snapshot.step(step_id)
         except KeyError:
             known = ", ".join(s.id for s in snapshot.steps)
-            raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no step {step_id!r}. Its steps: {known}.") from None
+            raise UnknownViewPart(
+                f"Walkthrough {walkthrough_id!r} has no step {step_id!r}. Its steps: {known}.") from None
         if expanded is None:
             open_modules = tuple(step.view.expanded_module_ids)
         else:
@@ -49,13 +50,13 @@ class ViewState:
                     raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no module {m!r} to expand.")
         if node is not None and node not in snapshot.node_ids:
             raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no node {node!r}.")
-        selected = node if node is not None else (step.view.selected_node_ids[0] if step.view.selected_node_ids else None)
+        saved = step.view.selected_node_ids
+        selected = node if node is not None else (saved[0] if saved else None)
         process, stage = process or None, stage or None
         if process is not None:
-            try:
-                proc = processes.get(process)
-            except (KeyError, AttributeError):
-                raise UnknownViewPart(f"There is no training path {process!r}.") from None
+            if processes is None or process not in processes.ids:
+                raise UnknownViewPart(f"There is no training path {process!r}.")
+            proc = processes.get(process)
             if stage is not None and stage not in {s.id for s in proc.stages}:
                 raise UnknownViewPart(f"Training path {process!r} has no stage {stage!r}.")
             if stage == proc.default_stage.id:

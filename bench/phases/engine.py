@@ -110,7 +110,8 @@ def _group_scaling(args, figures: dict, details: dict, step, timed, device, para
         figures[f"step_result_kib_g{g}"] = scaling[g]["result_kib"]
         figures[f"step_rss_peak_delta_kib_g{g}"] = scaling[g]["rss_peak_delta_kib"]
         log(f"G={g:5d}: {scaling[g]['cpu_ms']:.2f} ms CPU ({scaling[g]['wall_ms']:.2f} wall), python peak "
-            f"{peak / 1024:.0f} KiB, result kept {current / 1024:.0f} KiB, RSS peak +{scaling[g]['rss_peak_delta_kib']} KiB")
+            f"{peak / 1024:.0f} KiB, result kept {current / 1024:.0f} KiB, "
+            f"RSS peak +{scaling[g]['rss_peak_delta_kib']} KiB")
     details["group_scaling"] = scaling
     figures["step_growth_g4096_over_g8"] = scaling[4096]["cpu_ms"] / scaling[8]["cpu_ms"]
     # Empirical order k in time ~ G^k between G=8 and G=4096 (1 = linear).

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import uvicorn
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, expect, sync_playwright
+from snapshots import SEED_PATH, other_snapshot
 
 from app.web.factory import create_app
 from app.web.settings import Settings
-from snapshots import SEED_PATH, other_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "screenshots"

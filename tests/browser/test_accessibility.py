@@ -3,9 +3,8 @@ import re
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import expect
-
 from browser_helpers import STEPS, wait_settled
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 

@@ -1,7 +1,6 @@
 """Every browser test fails on console errors, page errors and CSP violations (see conftest).
 This checks that the watch itself sees them, so a quiet run means a clean page."""
 import pytest
-
 from browser_helpers import STEPS, wait_settled
 
 pytestmark = pytest.mark.browser

@@ -3,9 +3,8 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import expect
-
 from browser_helpers import BY_ID, node, pan_into_view, wait_settled
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 

@@ -2,9 +2,8 @@
 import re
 
 import pytest
-from playwright.sync_api import expect
-
 from browser_helpers import BY_ID, STEPS, node
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 

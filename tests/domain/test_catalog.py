@@ -2,13 +2,12 @@
 
 import json
 import logging
-import pathlib
 import shutil
 
 import pytest
+from paths import SEED_PATH as PATHS_SEED
 
 from app.domain.catalog import Catalog, CatalogEntry, walkthrough_id_from_filename
-from paths import SEED_PATH as PATHS_SEED
 
 SEED_PATH = PATHS_SEED
 

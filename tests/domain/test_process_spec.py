@@ -1,10 +1,9 @@
 """The training paths as data: the embedded file loads; bad files are refused by field."""
-from pathlib import Path
 
 import pytest
+from paths import PROCESSES_PATH
 
 from app.domain.process_spec import ProcessSpecError, load_processes, parse_processes
-from paths import PROCESSES_PATH
 
 EMBEDDED = PROCESSES_PATH
 

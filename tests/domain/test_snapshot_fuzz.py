@@ -24,14 +24,17 @@ from urllib.parse import quote
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from app.domain.catalog import Catalog, CatalogEntry
-from app.web.factory import create_app
-from app.web.settings import PROJECT_ROOT, Settings
-from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reporting import report
 from snapshots import SEED_PATH, seed_dict
+
+from app.domain.catalog import Catalog, CatalogEntry
+from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
+from app.web.factory import create_app
+from app.web.settings import PROJECT_ROOT, Settings
+
+pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
 
 SEED_BYTES = SEED_PATH.read_bytes()
 SEED = seed_dict()

@@ -3,17 +3,17 @@ import copy
 import math
 from concurrent.futures import ThreadPoolExecutor
 
+import grpo_reference as ref
 import pytest
 import torch
 from pydantic import ValidationError
 
-import grpo_reference as ref
+from app.domain.snapshot import load_snapshot
 from app.domain.toy_task import TOY_PROMPTS
 from app.engine.grpo_step import TrainingDiverged, run_grpo_step
+from app.engine.model import ToyConfig, ToyGRPO
 from app.engine.node_map import RUNNABLE_NODE_IDS
 from app.engine.params import GRPOParams
-from app.engine.model import ToyConfig, ToyGRPO
-from app.domain.snapshot import load_snapshot
 
 SEED_FILE = "walkthroughs/toy_grpo.tensorviz.json"
 TOL = 1e-12
@@ -93,7 +93,7 @@ def test_samples_match_independent_formulas(any_run):
         assert [row[key] for row in s] == pytest.approx([lps[row["action"]] for row in s], abs=TOL)
     loss, rows = ref.grpo_loss([r["logp"] for r in s], [r["logp_old"] for r in s], [r["logp_ref"] for r in s],
                                [r["reward"] for r in s], p.clip_epsilon, p.beta, p.advantage_epsilon)
-    for got, want in zip(s, rows):
+    for got, want in zip(s, rows, strict=True):
         for key in ("advantage", "ratio", "clipped", "divergence", "objective"):
             assert got[key] == pytest.approx(want[key], abs=TOL), key
         active = (want["advantage"] > 0 and want["ratio"] > 1 + p.clip_epsilon) or \
@@ -115,7 +115,7 @@ def test_node_gradients_match_analytic_values(any_run):
     assert nodes["clipped"].grad == pytest.approx([-1 / g] * g, abs=TOL)
     assert nodes["divergence"].grad == pytest.approx([p.beta / g] * g, abs=TOL)
     # d loss / d rho_i = -A_i / G unless the clip is active, then exactly 0
-    for row, grad in zip(s, nodes["ratio"].grad):
+    for row, grad in zip(s, nodes["ratio"].grad, strict=True):
         assert grad == (0.0 if row["clip_active"] else pytest.approx(-row["advantage"] / g, abs=TOL))
     assert nodes["python@ratio#0"].grad == nodes["ratio"].grad
     for frozen in ("old_policy", "old_policy.logits", "reference_policy.log_probabilities", "advantages"):
@@ -136,7 +136,7 @@ def test_parameter_gradients_match_finite_differences(any_run):
         flat_idx = [(i, j) for i in range(len(tensor)) for j in range(len(tensor[0]))] if name == "weight" \
             else [(i, None) for i in range(len(tensor))]
         for i, j in flat_idx:
-            def loss_at(delta):
+            def loss_at(delta, i=i, j=j):
                 w, b = copy.deepcopy(weight), list(bias)
                 if j is None:
                     b[i] += delta

@@ -1,15 +1,14 @@
 """Each stage of each path against an independent computation in plain Python floats."""
 import math
-from pathlib import Path
-
-import pytest
 
 import grpo_reference as ref
-from app.engine.processes import GROUP_SIZE, GRPO_LR, run_process
-from app.domain.toy_task import TOY_PROMPTS
-from app.engine.stage_step import stage_step
-from app.domain.process_spec import load_processes
+import pytest
 from paths import PROCESSES_PATH
+
+from app.domain.process_spec import load_processes
+from app.domain.toy_task import TOY_PROMPTS
+from app.engine.processes import GROUP_SIZE, GRPO_LR, run_process
+from app.engine.stage_step import stage_step
 
 CATALOG = load_processes(PROCESSES_PATH)
 FEATURES = [list(p.features) for p in TOY_PROMPTS]
@@ -19,7 +18,7 @@ def logits_of(state, x):
     """Plain-Python forward of a teacher (Linear) or student (width-1 bottleneck) policy."""
     if "logits.weight" in state:
         return ref.linear(state["logits.weight"].tolist(), state["logits.bias"].tolist(), x)
-    hidden = [sum(w * xi for w, xi in zip(row, x)) for row in state["logits.0.weight"].tolist()]
+    hidden = [sum(w * xi for w, xi in zip(row, x, strict=True)) for row in state["logits.0.weight"].tolist()]
     return ref.linear(state["logits.1.weight"].tolist(), state["logits.1.bias"].tolist(), hidden)
 
 
@@ -79,7 +78,7 @@ def test_grpo_update_is_a_gradient_step(runs):
     for name in ("logits.weight", "logits.bias"):
         flat = last.policy_state[name].flatten()
         for k in range(flat.numel()):
-            def loss_at(delta):
+            def loss_at(delta, name=name, k=k):
                 state = {n: t.clone() for n, t in last.policy_state.items()}
                 state[name].view(-1)[k] += delta
                 return grpo_mean_loss(state, last.old_state, last.reference_state, last.actions, last.rewards)
@@ -91,7 +90,7 @@ def test_stage_rewards_follow_the_rule(runs):
     stage = runs["r1"].stage("reasoning-rl")
     expected = {"correct": 2.0, "mixed": 1.5, "unformatted": 0.5, "wrong": 1.0}
     for i in range(len(TOY_PROMPTS)):
-        for a, r in zip(stage.last.actions[i].tolist(), stage.last.rewards[i].tolist()):
+        for a, r in zip(stage.last.actions[i].tolist(), stage.last.rewards[i].tolist(), strict=True):
             assert r == expected[TOY_PROMPTS[i].role(a)]
 
 
@@ -123,13 +122,13 @@ def test_metrics_are_exact_expectations(runs):
     value = {"correct": 2.0, "mixed": 1.5, "unformatted": 0.5, "wrong": 1.0}
     m = stage.end_metrics
     n = len(TOY_PROMPTS)
-    assert m.p_correct == pytest.approx(sum(p[r.index("correct")] for p, r in zip(probs, roles)) / n, abs=1e-12)
-    assert m.p_mixed == pytest.approx(sum(p[r.index("mixed")] for p, r in zip(probs, roles)) / n, abs=1e-12)
-    assert m.eval_reward == pytest.approx(sum(sum(pc * value[rc] for pc, rc in zip(p, r)) for p, r in zip(probs, roles)) / n, abs=1e-12)
-    greedy_right = [r[max(range(4), key=lambda c: p[c])] in ("correct", "mixed") for p, r in zip(probs, roles)]
+    assert m.p_correct == pytest.approx(sum(p[r.index("correct")] for p, r in zip(probs, roles, strict=True)) / n, abs=1e-12)
+    assert m.p_mixed == pytest.approx(sum(p[r.index("mixed")] for p, r in zip(probs, roles, strict=True)) / n, abs=1e-12)
+    assert m.eval_reward == pytest.approx(sum(sum(pc * value[rc] for pc, rc in zip(p, r, strict=True)) for p, r in zip(probs, roles, strict=True)) / n, abs=1e-12)
+    greedy_right = [r[max(range(4), key=lambda c: p[c])] in ("correct", "mixed") for p, r in zip(probs, roles, strict=True)]
     assert m.accuracy == sum(greedy_right) / n
     ref_lp = [logp(stage.start_state, i) for i in range(n)]
-    kl = sum(sum(pc * (math.log(pc) - rl) for pc, rl in zip(p, r)) for p, r in zip(probs, ref_lp)) / n
+    kl = sum(sum(pc * (math.log(pc) - rl) for pc, rl in zip(p, r, strict=True)) for p, r in zip(probs, ref_lp, strict=True)) / n
     assert m.divergence == pytest.approx(kl, abs=1e-12)
 
 

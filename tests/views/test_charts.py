@@ -3,12 +3,12 @@ that templates/macros/charts.html draws from it: well-formed, accessible, CSP-cl
 import math
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2 import Environment, FileSystemLoader
+from paths import ROOT, SEED_PATH
 
 from app.domain.snapshot import load_snapshot
 from app.engine.grpo_step import run_grpo_step
@@ -19,7 +19,7 @@ from app.views.charts.frame import nice_ticks
 from app.views.charts.probabilities import probability_bars
 from app.views.inspector import build_inspector, flatten, tensor_stats
 from app.views.numbers import significant as fmt
-from paths import ROOT, SEED_PATH
+
 SVG = "{http://www.w3.org/2000/svg}"
 GEOM_TOL = 0.006  # every geometry number is rounded to 2 decimals
 
@@ -76,7 +76,7 @@ def test_nice_ticks_properties(lo, span, n):
     ticks = nice_ticks(lo, hi, n)
     assert abs(len(ticks) - n) <= max(2, n // 2)  # steps come in 1, 2, 2.5, 5: up to ×2 apart
     assert all(lo - 1e-6 * span <= t <= hi + 1e-6 * span for t in ticks)
-    steps = [b - a for a, b in zip(ticks, ticks[1:])]
+    steps = [b - a for a, b in zip(ticks, ticks[1:], strict=True)]
     assert all(math.isclose(s, steps[0], rel_tol=1e-6) for s in steps)
     assert any(math.isclose(steps[0], m * 10.0**k, rel_tol=1e-6) for m in (1, 2, 2.5, 5) for k in range(-14, 8))
 
@@ -115,7 +115,7 @@ def test_probability_bars_from_engine_row(run):
     chart = probability_bars(row, correct=run.prompt.correct)
     assert len(chart.bars) == 4
     assert math.isclose(chart.total, 1.0, abs_tol=1e-12)  # exp of a log-softmax row sums to 1
-    for bar, lp in zip(chart.bars, row):
+    for bar, lp in zip(chart.bars, row, strict=True):
         p = math.exp(lp)
         assert bar.probability == pytest.approx(p, abs=1e-15)
         assert bar.width == pytest.approx(p * chart.track_width, abs=GEOM_TOL)  # ∝ p, full width at p = 1
@@ -154,7 +154,7 @@ def test_advantage_bars_geometry():
     half = (chart.plot_bottom - chart.plot_top) / 2
     assert chart.zero_y == pytest.approx(chart.plot_top + half, abs=GEOM_TOL)
     assert chart.y_max == 1.5 and not chart.all_zero and chart.note == ""
-    for bar, a in zip(chart.bars, adv):
+    for bar, a in zip(chart.bars, adv, strict=True):
         assert bar.height == pytest.approx(abs(a) / 1.5 * half, abs=GEOM_TOL)
         if a > 0:
             assert bar.sign == 1 and bar.y < chart.zero_y
@@ -212,7 +212,7 @@ def to_screen(chart, x, y):
 def curve_at(curve, x):
     """Linear interpolation of the curve's exact breakpoints."""
     pts = curve.points
-    for (xa, ya), (xb, yb) in zip(pts, pts[1:]):
+    for (xa, ya), (xb, yb) in zip(pts, pts[1:], strict=True):
         if xa <= x <= xb:
             return ya + (yb - ya) * (x - xa) / (xb - xa)
     raise AssertionError(f"{x} outside the curve")
@@ -239,7 +239,7 @@ def test_clip_curves_are_exact(eps):
     # the polyline's screen points are the data points, mapped
     for c in chart.curves:
         svg = [tuple(map(float, p.split(","))) for p in c.svg_points.split()]
-        for (sx, sy), (x, y) in zip(svg, c.points):
+        for (sx, sy), (x, y) in zip(svg, c.points, strict=True):
             ex, ey = to_screen(chart, x, y)
             assert sx == pytest.approx(ex, abs=GEOM_TOL) and sy == pytest.approx(ey, abs=GEOM_TOL)
     # the band spans [1−ε, 1+ε], labelled with its values at its edges

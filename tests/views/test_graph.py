@@ -31,6 +31,11 @@ def step_view(snap, step_id, **kw):
                             positions=view.node_positions, **kw)
 
 
+def to_screen(camera, x, y):
+    """screen = world * z + (x, y): the export's camera convention (docs/design.md §2)."""
+    return x * camera.z + camera.x, y * camera.z + camera.y
+
+
 def pairs(graph):
     return {(e.source, e.target) for e in graph.edges}
 
@@ -127,8 +132,8 @@ def test_each_step_camera_frames_its_selection(seed, step_id, transform):
     selected = [n for n in graph.nodes if n.selected]
     assert [n.id for n in selected] == seed.step(step_id).view.selected_node_ids
     for node in selected:
-        left, top = graph.camera.to_screen(node.x, node.y)
-        right, bottom = graph.camera.to_screen(node.x + node.width, node.y + node.height)
+        left, top = to_screen(graph.camera, node.x, node.y)
+        right, bottom = to_screen(graph.camera, node.x + node.width, node.y + node.height)
         assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700, (step_id, left, top, right, bottom)
 
 
@@ -149,8 +154,8 @@ def test_numbers_camera_and_defaults(seed):
     assert Camera(1, 2, 0.5).transform() == "translate(1 2) scale(0.5)"
     graph = build_graph_view(seed, ["policy", "no-such-module"], ["no-such-node"])
     assert graph.bounds == (0, 160, 3210, 608)
-    left, top = graph.camera.to_screen(graph.bounds[0], graph.bounds[1])
-    right, bottom = graph.camera.to_screen(graph.bounds[2], graph.bounds[3])
+    left, top = to_screen(graph.camera, graph.bounds[0], graph.bounds[1])
+    right, bottom = to_screen(graph.camera, graph.bounds[2], graph.bounds[3])
     assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700  # fitted when no camera given
     plain = {"policy.logits": {"x": 30, "y": 100}}  # plain dicts work as positions too
     assert build_graph_view(seed, ["policy"], [], positions=plain).node("policy.logits").y == 260

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from bs4 import BeautifulSoup
 from jinja2 import Environment, FileSystemLoader
+from paths import PROCESSES_PATH, SEED_PATH, TEMPLATES
 
 from app.domain.process_spec import load_processes, parse_processes
 from app.domain.snapshot import load_snapshot
@@ -19,7 +20,6 @@ from app.views.charts.pipeline import pipeline
 from app.views.numbers import significant
 from app.views.process_panel import build_process_panel, reward_rows, sampling_note
 from app.views.view_state import ViewState
-from paths import PROCESSES_PATH, SEED_PATH, TEMPLATES
 
 IDS = ("r1-zero", "r1", "distillation")
 TOL = 0.006  # geometry is rounded to 2 decimals
@@ -115,7 +115,7 @@ def test_curve_points_map_values_linearly(runs):
         for chart, series in by_key.values():
             xy = [tuple(map(float, p.split(","))) for p in series.svg_points.split()]
             assert len(xy) == len(series.points)
-            for (x, y), (i, v) in zip(xy, series.points):
+            for (x, y), (i, v) in zip(xy, series.points, strict=True):
                 assert abs(y - sy(chart, v)) <= TOL and abs(x - sx(chart, i)) <= TOL
                 assert chart.plot_top - TOL <= y <= chart.plot_bottom + TOL
             lab = series.label_text
@@ -149,7 +149,7 @@ def test_comparison_bars_proportional_to_values(runs):
         assert g.scale_max >= max(values)
         assert [b.process_id for b in g.bars] == list(IDS)
         assert [b.pattern for b in g.bars] == [0, 1, 2]
-        for b, v in zip(g.bars, values):
+        for b, v in zip(g.bars, values, strict=True):
             assert abs(b.width - v / g.scale_max * g.track_width) <= TOL
             assert b.name.text == CATALOG.get(b.process_id).title
             assert b.value_text.text == significant(v)

@@ -2,14 +2,13 @@
 import json
 import math
 import shutil
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from paths import SEED_PATH
 
 from app.web.factory import create_app
 from app.web.settings import Settings
-from paths import SEED_PATH
 
 SEED = SEED_PATH
 TENSORS = "/api/walkthroughs/toy_grpo/tensors"
@@ -80,7 +79,7 @@ def test_tensors_for_a_step_hold_its_visible_nodes(client):
     g = body["params"]["group_size"]
     assert len(body["samples"]) == g
     assert body["nodes"]["clipped"]["values"] == [s["clipped"] for s in body["samples"]]
-    # the numbers satisfy DESIGN.md §3
+    # the numbers satisfy docs/design.md §3
     eps, beta = body["params"]["clip_epsilon"], body["params"]["beta"]
     rewards = [s["reward"] for s in body["samples"]]
     mean = sum(rewards) / g

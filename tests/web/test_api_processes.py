@@ -1,9 +1,5 @@
 """Process API routes and the tensors endpoint in process mode."""
 import pytest
-from fastapi.testclient import TestClient
-
-from app.web.factory import create_app
-from app.web.settings import Settings
 
 TENSORS = "/api/walkthroughs/toy_grpo/tensors"
 

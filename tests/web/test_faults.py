@@ -12,12 +12,12 @@ import httpx
 import pytest
 import torch
 from fastapi.testclient import TestClient
+from live_server import free_port, running_server
+from paths import ROOT
+from snapshots import SEED_PATH
 
 from app.web.factory import create_app
 from app.web.settings import Settings
-from snapshots import SEED_PATH
-from live_server import free_port, running_server
-from paths import ROOT
 
 CUDA = torch.cuda.is_available()
 

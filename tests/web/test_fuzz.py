@@ -21,17 +21,18 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import pytest
 import schemathesis
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, example, given, settings, strategies as st
-
-from app.engine.params import GRPOParams
-from app.web.factory import create_app
-from app.views.form import FORM_FIELDS
-from app.domain.process_spec import load_processes
-from app.web.settings import Settings
-from app.domain.snapshot import load_snapshot
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from reporting import report
 from snapshots import SEED_PATH
+
+from app.domain.process_spec import load_processes
+from app.domain.snapshot import load_snapshot
+from app.engine.params import GRPOParams
+from app.views.form import FORM_FIELDS
+from app.web.settings import Settings
+
+pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
 
 HANG_BOUND_S = 30.0  # a hang guard, not a timing: compare at scale 8 takes ~3.5 s alone, 2-3x that on a busy 2-core box
 CASES: collections.Counter = collections.Counter()
@@ -410,10 +411,11 @@ def test_schemathesis_openapi(client, openapi_schema):
         costly = operation.path.startswith("/api/processes/")
         strategy = operation.as_strategy()
 
+        # run() is called right below, inside the loop: the loop variables it reads are current
         @fuzz_settings(15 if costly else 100)
         @given(case=strategy)
         def run(case):
-            if costly and isinstance(case.query, dict):
+            if costly and isinstance(case.query, dict):  # noqa: B023
                 # a new seed or scale reruns whole training paths; keep them few
                 if isinstance(case.query.get("seed"), int):
                     case.query["seed"] %= 3
@@ -422,10 +424,10 @@ def test_schemathesis_openapi(client, openapi_schema):
             t0 = time.perf_counter()
             response = case.call()
             CASES["schemathesis"] += 1
-            ran[operation.path] += 1
+            ran[operation.path] += 1  # noqa: B023
             assert time.perf_counter() - t0 < HANG_BOUND_S
             case.validate_response(response, checks=[not_a_server_error])
-            if response.status_code >= 400 and operation.path.startswith("/api"):
+            if response.status_code >= 400 and operation.path.startswith("/api"):  # noqa: B023
                 assert "error" in json.loads(response.text)
 
         run()

@@ -1,3 +1,4 @@
+
 """Bounded load test of the real server on loopback: `python -m app` as a subprocess.
 
 64 concurrent keep-alive connections for LOAD_SECONDS (default 10 s; the README quotes a
@@ -12,26 +13,23 @@ count and p50/p99 latency.
 """
 from __future__ import annotations
 
-from run_async import run_async
 import asyncio
-import contextlib
 import hashlib
 import itertools
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
-
+import pytest
 from live_server import running_server
 from reporting import report
+from run_async import run_async
+
+pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
+
 LOAD_SECONDS = float(os.environ.get("LOAD_SECONDS", "10"))
 CONCURRENCY = 64
 

@@ -1,3 +1,4 @@
+
 """Resident memory of the real server (VmRSS of the `python -m app` subprocess) stays bounded.
 
 The engine's results are cached in bounded LRUs (app/engine/compute.py: run_grpo_step holds
@@ -9,17 +10,20 @@ more than the result cache holds).
 """
 from __future__ import annotations
 
-from run_async import run_async
 import asyncio
 import itertools
 import time
 from pathlib import Path
 
 import httpx
-
-from app.engine.grpo_step import run_grpo_step
+import pytest
 from live_server import running_server
 from reporting import report
+from run_async import run_async
+
+from app.engine.grpo_step import run_grpo_step
+
+pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
 
 # Growth allowed between 1,000 and 10,000 distinct requests. The result cache is full at 1,000
 # (at most 512 entries of ~40 KB here, ~20 MB), the response cache fills up to its own bound

@@ -4,10 +4,6 @@ import shutil
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
-
-from app.web.factory import create_app
-from app.web.settings import Settings
 from snapshots import SEED_PATH, other_snapshot
 
 HX = {"HX-Request": "true"}
@@ -139,7 +135,7 @@ def test_inspector_numbers_equal_the_api(client):
     assert grads == api["nodes"]["python@clipped#0"]["grad"]
     rows = page.select("#group-table tbody tr")
     assert len(rows) == len(api["samples"])
-    for row, sample in zip(rows, api["samples"]):
+    for row, sample in zip(rows, api["samples"], strict=True):
         cells = [float(c["data-value"]) for c in row.select(".num")]
         assert cells == [sample[k] for k in ("reward", "advantage", "ratio", "clipped", "divergence", "objective", "ratio_grad")]
         assert ("clip-active" in row.get("class", [])) == sample["clip_active"]

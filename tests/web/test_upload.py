@@ -16,7 +16,6 @@ cached results and /healthz still answer; nested process runs cannot deadlock on
 """
 from __future__ import annotations
 
-from run_async import run_async
 import asyncio
 import builtins
 import copy
@@ -26,15 +25,15 @@ import json
 import os
 import re
 
+import httpx
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
-import httpx
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from app.web.factory import create_app
-from app.web.settings import PROJECT_ROOT, Settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from run_async import run_async
 from snapshots import SEED_PATH, other_snapshot, seed_dict
+
+from app.web.settings import PROJECT_ROOT
 
 SEED_BYTES = SEED_PATH.read_bytes()
 MB = 1024 * 1024
@@ -274,6 +273,7 @@ def fuzz_client(make_client):
     return make_client(raise_server_exceptions=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(path=st.sampled_from(SEED_PATHS), value=JSON_VALUES, raw_tail=st.binary(max_size=20), kind=st.sampled_from(
     ["mutate", "mutate", "bytes", "truncate"]))
@@ -331,7 +331,7 @@ def test_compute_limit_refuses_extra_work_with_503_at_once(tmp_path):
                 assert r.json()["error"].startswith("busy"), r.text
         assert again_cached.status_code == 200 and health.status_code == 200
         # once the burst is over, every refused request succeeds on retry
-        for path, r in zip(paths, heavy):
+        for path, r in zip(paths, heavy, strict=True):
             if r.status_code == 503:
                 assert httpx.get(server.url + path, timeout=60).status_code == 200
 

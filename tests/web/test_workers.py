@@ -1,3 +1,4 @@
+
 """`python -m app --workers 2`: two worker processes, both answering, with identical bodies.
 
 Which worker answers a request is invisible to the client, so the test reads each worker's
@@ -11,8 +12,10 @@ import time
 from pathlib import Path
 
 import httpx
-
+import pytest
 from live_server import running_server
+
+pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
 
 REQUESTS = [
     "/api/walkthroughs/toy_grpo/tensors?step=clip&seed=77",

@@ -4,8 +4,7 @@
 `limits` the size bounds, `parsing` the entry points. See docs/design.md §2.
 """
 from .limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
-from .models import (Anchor, AnchorContext, Camera, Connection, Edge, Node, Position, Snapshot, Step,
-                     Viewport)
+from .models import Anchor, AnchorContext, Camera, Connection, Edge, Node, Position, Snapshot, Step, Viewport
 from .parsing import SnapshotError, load_snapshot, parse_snapshot
 
 __all__ = ["MAX_DEPTH", "MAX_ITEMS", "Anchor", "AnchorContext", "Camera", "Connection", "Edge", "Node",

@@ -260,19 +260,4 @@ class Snapshot(_Model):
     def position(self, node_id: str) -> Position:
         return self.document.view.node_positions[node_id]
 
-    def absolute_position(self, node_id: str,
-                          positions: dict[str, Position] | None = None) -> Position:
-        """World position; members are stored relative to their module.
-
-        ``positions`` (e.g. a step's nodePositions) wins over the document's
-        positions, which fill any node it lacks. KeyError if neither has it.
-        """
-        total_x = total_y = 0.0
-        current: str | None = node_id
-        while current is not None:  # acyclic: checked at load
-            pos = (positions or {}).get(current)
-            pos = self.position(current) if pos is None else pos
-            total_x, total_y = total_x + pos.x, total_y + pos.y
-            current = self.node(current).parent_id
-        return Position(x=total_x, y=total_y)
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import re
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..json_path import render_loc
 from .limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
 from .models import Snapshot
 from .references import ReferenceProblems
@@ -24,21 +24,6 @@ class SnapshotError(ValueError):
 
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _render_loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.match(part):
-            out += f".{part}" if out else part
-        else:  # dict keys such as node ids ('python@ratio#0') would read as paths
-            out += f"[{json.dumps(part)}]"
-    return out or "$"
-
-
 def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
@@ -47,9 +32,9 @@ def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
             found.extend(cause.problems)
         elif isinstance(cause, Exception):
             # Our own validators' messages, without pydantic's "Value error, ".
-            found.append((_render_loc(err["loc"]), str(cause)))
+            found.append(((render_loc(err["loc"]) or "$"), str(cause)))
         else:
-            found.append((_render_loc(err["loc"]), err["msg"]))
+            found.append(((render_loc(err["loc"]) or "$"), err["msg"]))
     return found
 
 
@@ -73,7 +58,7 @@ def parse_snapshot(raw: bytes | str | dict, source: str = "<upload>") -> Snapsho
             type(data), "a number")
         raise SnapshotError(source, "$", f"top level must be a JSON object, not {kind}")
     for keys, limit in MAX_ITEMS.items():
-        items = data
+        items: Any = data
         for key in keys:
             items = items.get(key) if isinstance(items, dict) else None
         if isinstance(items, list) and len(items) > limit:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..numbers import significant
 from .frame import ZERO_ADVANTAGE, PlotFrame, Text, frame_fields, r2
 
+
 @dataclass(frozen=True)
 class AdvantageBar:
     index: int

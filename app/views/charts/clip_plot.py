@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..numbers import MINUS, significant
-from .frame import CHAR_W, ZERO_ADVANTAGE, PlotFrame, Text, Tick, frame_fields, nice_ticks, tick_label
-from .frame import r2
+from .frame import CHAR_W, ZERO_ADVANTAGE, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
+
 
 def surrogate_over_abs_a(rho: float, epsilon: float, sign: int) -> float:
     """L(ρ)/|A| for an advantage of the given sign (0 for A = 0)."""
@@ -79,7 +79,7 @@ class ClipPlot(PlotFrame):
     band_x: float
     band_width: float
     band_labels: tuple[Text, Text]  # "1−ε = 0.8" and "1+ε = 1.2" at the band's edges
-    curves: tuple[Curve, Curve]
+    curves: tuple[Curve, ...]  # A > 0, then A < 0
     markers: tuple[Marker, ...]
     count_labels: tuple[Text, ...]  # "×3" next to a point shared by several samples
     legend: tuple[LegendItem, ...]
@@ -160,8 +160,10 @@ def clip_plot(
                 indices=tuple(m[0] for m in chunk), shape=shape, hollow=hollow, ratio=rho, value=value,
                 cx=cx, cy=cy, size=5.0 if shape == "circle" else 4.5,
                 d=_marker_path(shape, cx, cy, 4.5),
-                title=(f"{who}: action {s.get('action', '?')}, reward {significant(float(s.get('reward', 0)), strip=True)}, "
-                       f"A = {significant(float(s['advantage']))}, ρ = {significant(rho)}, L = {significant(float(s['clipped']))}"
+                title=(f"{who}: action {s.get('action', '?')}, "
+                       f"reward {significant(float(s.get('reward', 0)), strip=True)}, "
+                       f"A = {significant(float(s['advantage']))}, ρ = {significant(rho)}, "
+                       f"L = {significant(float(s['clipped']))}"
                        + (", clip active: ∂loss/∂ρ = 0" if hollow else "")),
             ))
         if len(members) > 1:

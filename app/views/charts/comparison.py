@@ -9,6 +9,7 @@ from ...engine.processes import Metrics
 from ..numbers import significant
 from .frame import CHAR_W, Text, nice_ticks, r2
 
+
 @dataclass(frozen=True)
 class CompareBar:
     process_id: str
@@ -67,7 +68,7 @@ def comparison(finals: Sequence[tuple[Process, Metrics]], width: float = 640, ba
             next((t for t in nice_ticks(0.0, top * 1.25 or 1.0, 5) if t >= top), top * 1.25 or 1.0)
         heading = Text(8.0, r2(y + 12), f"{name} · scale 0 – {significant(scale, strip=True)}")
         bars = []
-        for k, (p, v) in enumerate(zip(procs, vals)):
+        for k, (p, v) in enumerate(zip(procs, vals, strict=True)):
             by = y + 20 + k * (bar_h + 4)
             w = max(v, 0.0) / scale * track_w
             bars.append(CompareBar(
@@ -78,7 +79,8 @@ def comparison(finals: Sequence[tuple[Process, Metrics]], width: float = 640, ba
         groups.append(CompareGroup(key, heading, scale, r2(track_x), r2(track_w), tuple(bars)))
         y += 20 + len(procs) * (bar_h + 4) + 14
     summary = "Toy numbers, final metrics of each path: " + "; ".join(
-        f"{p.title}: " + ", ".join(f"{short} {significant(getattr(final[p.id], k))}" for k, short, _h, _f in COMPARE_METRICS)
+        f"{p.title}: " + ", ".join(f"{short} {significant(getattr(final[p.id], k))}"
+                                   for k, short, _h, _f in COMPARE_METRICS)
         for p in procs) + "."
     caption = ("Toy numbers from this server's run, not the paper's. Bar length is the value on the "
                "group's scale; each path keeps its fill pattern (solid, hatched, dotted) in every group.")

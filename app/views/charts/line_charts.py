@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from ...engine.processes import StageRun
 from ..numbers import significant
-from .frame import CHAR_W, PlotFrame, Text, Tick, frame_fields, nice_ticks, tick_label
-from .frame import r2
+from .frame import CHAR_W, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
+
 
 @dataclass(frozen=True)
 class Series:
@@ -43,7 +43,7 @@ class LineChart(PlotFrame):
 
 
 def _y_range(values: Sequence[float], fixed: tuple[float, float] | None) -> tuple[float, float]:
-    lo, hi = min(values + [0.0]), max(values + [0.0])
+    lo, hi = min([*values, 0.0]), max([*values, 0.0])
     if fixed is not None and fixed[0] <= lo and hi <= fixed[1]:
         return fixed
     if hi - lo < 1e-12:
@@ -72,7 +72,8 @@ def line_chart(key: str, title: str, y_label: str, series_spec: Sequence[tuple[s
         return r2(pb - (v - y_lo) / (y_hi - y_lo) * (pb - pt))
 
     finals = [s[2][-1][1] for s in specs]
-    series, used_y = [], []
+    series: list[Series] = []
+    used_y: list[float] = []
     for n, (k, lab, pts) in enumerate(specs):
         window = pr - len(lab) * CHAR_W - 4
         near = [v for i, v in pts if sx(i) >= window] + [pts[-1][1]]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..numbers import significant
 from .frame import Tick, nice_ticks, r2, tick_label
 
+
 @dataclass(frozen=True)
 class ProbabilityBar:
     index: int
@@ -80,7 +81,8 @@ def probability_bars(
         caption += " The hatched bar marked ✓ correct is the choice the accuracy reward pays for."
     return ProbabilityBars(
         width=r2(width), height=r2(grid_bottom + 22), track_x=r2(track_x), track_width=r2(track_w),
-        value_x=r2(track_x + track_w), bars=tuple(bars), grid=grid, grid_top=r2(pad + text_h), grid_bottom=r2(grid_bottom),
+        value_x=r2(track_x + track_w), bars=tuple(bars), grid=grid, grid_top=r2(pad + text_h),
+        grid_bottom=r2(grid_bottom),
         grid_label_y=r2(grid_bottom + 14), total=total,
         summary=f"Probabilities of {len(bars)} choices (sum {significant(total, 4)}): {listing}.",
         caption=caption,

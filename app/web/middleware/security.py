@@ -9,7 +9,8 @@ APP_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'se
            "form-action 'self'; frame-ancestors 'none'")
 # FastAPI's /docs and /redoc load Swagger UI / ReDoc from a CDN with an inline bootstrap script.
 DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-            "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com; "
+            "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+            "img-src 'self' data: https://fastapi.tiangolo.com; "
             "object-src 'none'; base-uri 'self'; frame-ancestors 'none'")
 DOCS_PATHS = ("/docs", "/redoc")
 

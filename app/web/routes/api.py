@@ -10,14 +10,32 @@ from starlette.concurrency import run_in_threadpool
 
 from ...engine.node_map import is_runnable
 from ...engine.select import step_for_view
-from ..deps import (CatalogDep, DeviceDep, ParamsDep, ProcessesDep, check_node, check_step, find_entry,
-                    find_process, find_snapshot, find_stage, read_capped)
+from ..deps import (
+    CatalogDep,
+    DeviceDep,
+    ParamsDep,
+    ProcessesDep,
+    check_node,
+    check_step,
+    find_entry,
+    find_process,
+    find_snapshot,
+    find_stage,
+    read_capped,
+)
 from ..errors import NotRunnable
 from ..schemas.base import AsBuilt, AsBuiltList
 from ..schemas.errors import BUSY, INVALID, ErrorBody, ValidationErrorBody, error
 from ..schemas.tensors import TensorsBody
-from ..schemas.walkthroughs import (UploadBody, WalkthroughItem, WalkthroughSummary, tensors_payload, upload_payload,
-                                    walkthrough_item, walkthrough_summary)
+from ..schemas.walkthroughs import (
+    UploadBody,
+    WalkthroughItem,
+    WalkthroughSummary,
+    tensors_payload,
+    upload_payload,
+    walkthrough_item,
+    walkthrough_summary,
+)
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -58,7 +76,8 @@ def get_tensors(
     node: Annotated[str | None, Query(description="Only this node.")] = None,
     process: Annotated[str | None, Query(description="A training path (r1-zero, r1, distillation): show "
                                          "its stage's last training step instead of the walkthrough's step. "
-                                         "Uses `seed` and `prompt`; other GRPO parameters are the stage's own.")] = None,
+                                         "Uses `seed` and `prompt`; other GRPO parameters are the stage's own.",
+                                         )] = None,
     stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
 ) -> dict:
     snapshot = find_snapshot(cat, walkthrough_id)

@@ -9,8 +9,14 @@ from ...engine.processes import run_process
 from ..deps import ProcessesDep, find_process
 from ..schemas.base import AsBuilt
 from ..schemas.errors import BUSY, INVALID, error
-from ..schemas.processes import (ComparisonBody, ProcessesBody, ProcessRunBody, comparison_payload,
-                                 process_run_payload, processes_payload)
+from ..schemas.processes import (
+    ComparisonBody,
+    ProcessesBody,
+    ProcessRunBody,
+    comparison_payload,
+    process_run_payload,
+    processes_payload,
+)
 
 router = APIRouter(prefix="/api/processes", tags=["processes"])
 

@@ -14,7 +14,6 @@ from ...domain.rewards import DESCRIPTIONS, role_rewards
 from ...engine.processes import METRICS_NOTE, ProcessRun, StageRun
 from .base import Body
 
-
 # -- models ----------------------------------------------------------------------------
 
 class PaperRef(Body):

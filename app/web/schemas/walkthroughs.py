@@ -17,7 +17,6 @@ from ...views.graph_layout import visible_node_ids
 from ...views.urls import URLS
 from .base import Body
 
-
 # -- models ----------------------------------------------------------------------------
 
 class WalkthroughItem(Body):
@@ -148,7 +147,8 @@ def walkthrough_summary(entry: CatalogEntry) -> dict:
         "opening_step": snap.opening_step_id,
         "nodes": [{"id": n.node_id, "kind": n.kind, "op": n.op, "params": n.params,
                    "parent": n.parent_id, "members": n.members,
-                   "position": snap.position(n.node_id).model_dump() if n.node_id in snap.document.view.node_positions else None}
+                   "position": (snap.position(n.node_id).model_dump()
+                                if n.node_id in snap.document.view.node_positions else None)}
                   for n in snap.nodes],
         "edges": [{"id": e.edge_id, "source": e.source_node_id, "target": e.target_node_id}
                   for e in snap.edges],
