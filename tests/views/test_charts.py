@@ -1,5 +1,6 @@
 """Inspector chart geometry (app/views/charts/) against independent arithmetic, and the SVG
 that templates/macros/charts.html draws from it: well-formed, accessible, CSP-clean."""
+import itertools
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -76,7 +77,7 @@ def test_nice_ticks_properties(lo, span, n):
     ticks = nice_ticks(lo, hi, n)
     assert abs(len(ticks) - n) <= max(2, n // 2)  # steps come in 1, 2, 2.5, 5: up to ×2 apart
     assert all(lo - 1e-6 * span <= t <= hi + 1e-6 * span for t in ticks)
-    steps = [b - a for a, b in zip(ticks, ticks[1:], strict=True)]
+    steps = [b - a for a, b in itertools.pairwise(ticks)]
     assert all(math.isclose(s, steps[0], rel_tol=1e-6) for s in steps)
     assert any(math.isclose(steps[0], m * 10.0**k, rel_tol=1e-6) for m in (1, 2, 2.5, 5) for k in range(-14, 8))
 
@@ -212,7 +213,7 @@ def to_screen(chart, x, y):
 def curve_at(curve, x):
     """Linear interpolation of the curve's exact breakpoints."""
     pts = curve.points
-    for (xa, ya), (xb, yb) in zip(pts, pts[1:], strict=True):
+    for (xa, ya), (xb, yb) in itertools.pairwise(pts):
         if xa <= x <= xb:
             return ya + (yb - ya) * (x - xa) / (xb - xa)
     raise AssertionError(f"{x} outside the curve")

@@ -1,0 +1,208 @@
+"""Hostile snapshots served: unknown ops, path-like ids, markup in every text field, and a
+walkthroughs folder full of bad files. Nothing from a snapshot becomes a path or runs in the
+browser, and a bad file is listed with its error while the good ones still serve."""
+from __future__ import annotations
+
+import builtins
+import copy
+import io
+import json
+import logging
+import os
+import re
+from urllib.parse import quote
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from hostile import (
+    PATH_RE,
+    SEED,
+    assert_servable,
+    mutate,
+    nested,
+    payload,
+    serve,
+    served_urls,
+    small_snapshot,
+    traversal_snapshot,
+    with_raw,
+)
+from snapshots import SEED_PATH
+
+from app.domain.snapshot import parse_snapshot
+from app.web.factory import create_app
+from app.web.settings import PROJECT_ROOT, Settings
+
+SEED_BYTES = SEED_PATH.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """One app; tests swap in their own catalog (a test-side change of app.state only), so the
+    whole-response cache is off: it would replay a previous catalog's answers for the same URL."""
+    empty = tmp_path_factory.mktemp("empty")
+    return create_app(Settings(device="cpu", walkthroughs_dir=empty, uploads_dir=tmp_path_factory.mktemp("up"),
+                               response_cache_mb=0))
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_unknown_ops_are_accepted_view_only(app, client):
+    doc = copy.deepcopy(SEED)
+    for node in doc["document"]["semantic"]["nodes"]:
+        if node["kind"] == "layer":
+            node["op"] = "torch.totally_new_op"
+    doc["document"]["semantic"]["nodes"].append(
+        {"node_id": "mystery", "kind": "layer", "op": "Nonexistent<Op>", "params": {"k": 1}, "metadata": {}})
+    doc["document"]["view"]["node_positions"]["mystery"] = {"x": 0, "y": 0}
+    snap = parse_snapshot(doc)
+    serve(app, {"ops": snap})
+    assert client.get("/api/walkthroughs").json()[0]["runnable"] is False
+    assert client.get("/api/walkthroughs/ops/tensors").status_code == 409
+    assert client.get("/walkthroughs/ops/steps/clip?node=mystery").status_code == 200
+    assert_servable(app, client, snap, "ops")
+
+
+def test_an_unknown_op_on_a_known_node_makes_it_view_only(app, client):
+    """The torch model matches a snapshot only if its nodes are the model's: same ids *and* ops.
+    Same ids with another op would show ToyGRPO's numbers under a graph that claims other layers."""
+    doc = mutate(SEED, ("document", "semantic", "nodes", 2, "op"), "replace", "torch.nn.Conv2d")
+    serve(app, {"conv": parse_snapshot(doc)})
+    assert client.get("/api/walkthroughs").json()[0]["runnable"] is False
+    assert client.get("/api/walkthroughs/conv/tensors").status_code == 409
+
+
+def test_path_like_strings_are_never_paths(app, client, monkeypatch, tmp_path):
+    snap = parse_snapshot(traversal_snapshot())
+    ids = [n.node_id for n in snap.nodes] + [s.id for s in snap.steps]
+    assert any("../" in i for i in ids) and any(i.startswith("/") for i in ids)
+    serve(app, {"paths": snap})
+
+    touched: list[str] = []
+    real_open, real_io_open, real_os_open = builtins.open, io.open, os.open
+
+    def record(opener):
+        def wrapped(file, *args, **kwargs):
+            touched.append(os.fsdecode(file) if isinstance(file, (str, bytes, os.PathLike)) else repr(file))
+            return opener(file, *args, **kwargs)
+        return wrapped
+
+    from app.web.rendering import templates
+    templates.env.cache.clear()  # so templates load again, and the hook sees what loading opens
+    monkeypatch.setattr(builtins, "open", record(real_open))
+    monkeypatch.setattr(io, "open", record(real_io_open))
+    monkeypatch.setattr(os, "open", record(real_os_open))
+    before = set(os.listdir(tmp_path.parent))
+    statuses = []
+    for url in served_urls("paths", snap):
+        for headers in ({}, {"HX-Request": "true"}):
+            r = client.get(url, headers=headers)
+            statuses.append(r.status_code)
+            assert r.status_code < 500, f"{url}: {r.status_code} {r.text[:300]}"
+            assert "root:x:0:0" not in r.text and "[fonts]" not in r.text
+    monkeypatch.undo()
+    allowed = (str(PROJECT_ROOT / "templates"), str(PROJECT_ROOT / "static"))
+    outside = [p for p in touched if not os.path.abspath(p).startswith(allowed)]
+    assert not outside, f"files opened while serving a snapshot: {sorted(set(outside))}"
+    assert any(p.endswith(".html") for p in touched), "the hook saw the templates load"
+    assert set(os.listdir(tmp_path.parent)) == before
+    assert 200 in statuses
+
+
+def test_every_step_is_reachable_by_the_url_the_app_links(app, client):
+    """Step ids are plain strings: one containing "/" (e.g. "../x") must still open."""
+    snap = parse_snapshot(traversal_snapshot())
+    serve(app, {"paths": snap})
+    for step in snap.steps:
+        page = client.get(f"/walkthroughs/paths/steps/{quote(step.id, safe='')}")
+        assert page.status_code == 200, f"step {step.id!r}: {page.status_code} {page.request.url}"
+
+
+def test_markup_in_every_text_field_is_escaped(app, client):
+    snap = parse_snapshot(small_snapshot(payload))
+    serve(app, {"xss": snap})
+    module, member = snap.nodes[1].node_id, snap.nodes[2].node_id
+    seen_as_text = set()
+    urls = served_urls("xss", snap) + [
+        f"/walkthroughs/xss/steps/{quote(snap.steps[1].id, safe='')}?node={quote(member)}",
+        f"/walkthroughs/xss/steps/{quote(snap.steps[0].id, safe='')}?node={quote(module)}&expanded={quote(module)}"]
+    rendered = 0
+    for url in urls:
+        if not url.startswith("/walkthroughs/"):
+            continue
+        for headers in ({}, {"HX-Request": "true"}):
+            r = client.get(url, headers=headers, follow_redirects=True)
+            assert r.status_code < 500, f"{url}: {r.status_code}"
+            if r.status_code != 200 or "text/html" not in r.headers["content-type"]:
+                continue
+            rendered += 1
+            assert "<script>alert(" not in r.text and 'onerror="alert' not in r.text, url
+            soup = BeautifulSoup(r.text, "html.parser")
+            for script in soup.find_all("script"):
+                assert "PWN" not in script.get_text() and not script.get("src", "/static/").startswith("x"), url
+            for tag in soup.find_all(True):
+                assert not [a for a in tag.attrs if a.lower().startswith("on")], f"{url}: <{tag.name} {tag.attrs}>"
+                assert tag.name != "img" or tag.get("src") != "x", url
+            text = soup.get_text()
+            seen_as_text |= set(re.findall(r'alert\("PWN-([\w.]+)"\)', text))
+    assert rendered >= 4, "the step pages rendered"
+    # the visible fields reach the page as text, escaped
+    assert {"step.title", "step.note", "node.input", "node.module", "walkthrough.title"} <= seen_as_text, seen_as_text
+
+
+BAD_FILES = {
+    "truncated.json": SEED_BYTES[: len(SEED_BYTES) // 2],
+    "wrong_type.json": json.dumps({**SEED, "document": {**SEED["document"], "schemaVersion": "two"}}).encode(),
+    "camera.json": json.dumps(mutate(SEED, ("collaboration", "walkthrough", "steps", 2, "view", "camera", "z"),
+                                      "replace", -1)).encode(),
+    "deep.json": with_raw("top", nested(1000)).encode(),
+    "notutf8.json": b"\xff\xfe\x00{",
+    "array.json": b"[]",
+}
+
+
+def test_folder_loader_lists_bad_files_with_errors_and_serves_the_good(tmp_path, caplog):
+    (tmp_path / SEED_PATH.name).write_bytes(SEED_BYTES)
+    for name, raw in BAD_FILES.items():
+        (tmp_path / name).write_bytes(raw)
+    (tmp_path / "unknown_ops.json").write_text(json.dumps(mutate(SEED, ("document", "semantic", "nodes", 1, "op"),
+                                                                  "replace", "torch.brand_new")))
+    (tmp_path / "paths.json").write_text(json.dumps(traversal_snapshot()))
+    with caplog.at_level(logging.WARNING):
+        app = create_app(Settings(device="cpu", walkthroughs_dir=tmp_path, uploads_dir=tmp_path / "up"))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        items = {w["id"]: w for w in c.get("/api/walkthroughs").json()}
+        for name in BAD_FILES:
+            wid = name.removesuffix(".json")
+            error = items[wid]["error"]
+            assert error and error.startswith(f"{name}: "), (name, error)
+            path = error.split(": ", 2)[1]
+            assert PATH_RE.match(path), error
+            assert name in caplog.text, f"{name} not logged"
+            assert c.get(f"/api/walkthroughs/{wid}").status_code == 404
+            assert c.get(f"/walkthroughs/{wid}/steps/clip").status_code == 404
+        assert items["wrong_type"]["error"].startswith("wrong_type.json: document.schemaVersion: ")
+        assert "camera.z" in items["camera"]["error"]
+        assert items["toy_grpo"]["error"] is None and items["toy_grpo"]["runnable"] is True
+        assert items["unknown_ops"]["error"] is None
+        assert items["paths"]["error"] is None
+        assert c.get("/api/walkthroughs/toy_grpo/tensors?step=clip").status_code == 200
+        assert c.get("/walkthroughs/toy_grpo/steps/clip").status_code == 200
+        assert c.get("/").status_code == 200
+
+
+@pytest.mark.parametrize("where", ["anchor_context_string", "connection_string"])
+def test_folder_loader_survives_deep_json_inside_strings(tmp_path, where):
+    """A file the parser cannot handle is one bad entry, not an app that fails to start."""
+    (tmp_path / SEED_PATH.name).write_bytes(SEED_BYTES)
+    (tmp_path / "deep_string.json").write_text(with_raw(where, nested(5000)))
+    app = create_app(Settings(device="cpu", walkthroughs_dir=tmp_path, uploads_dir=tmp_path / "up"))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        items = {w["id"]: w for w in c.get("/api/walkthroughs").json()}
+        assert items["deep_string"]["error"].startswith("deep_string.json: ")
+        assert c.get("/api/walkthroughs/toy_grpo/tensors").status_code == 200
