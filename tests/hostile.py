@@ -11,13 +11,27 @@ import json
 import re
 from urllib.parse import quote
 
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from snapshots import seed_dict
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
+from app.web.factory import create_app
+from app.web.settings import Settings
 
 SEED = seed_dict()
+
+
+def swappable_client(tmp_path_factory):
+    """A client of one app whose catalog tests swap (`serve`), for a module-scoped fixture.
+
+    The whole-response cache is off: it would replay a previous catalog's answers for the same URL."""
+    empty = tmp_path_factory.mktemp("empty")
+    app = create_app(Settings(device="cpu", walkthroughs_dir=empty, uploads_dir=tmp_path_factory.mktemp("up"),
+                              response_cache_mb=0))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
 
 
 # "<source>: <path>: <message>", the path being "$" or a JSON path such as
@@ -51,8 +65,8 @@ def parse_or_refuse(raw, source: str = "fuzz.json") -> Snapshot | None:
         return None
 
 
-def serve(app, snapshots: dict[str, Snapshot]) -> None:
-    app.state.catalog = Catalog([CatalogEntry(i, f"{i}.json", s, None) for i, s in snapshots.items()])
+def serve(client: TestClient, snapshots: dict[str, Snapshot]) -> None:
+    client.app.state.catalog = Catalog([CatalogEntry(i, f"{i}.json", s, None) for i, s in snapshots.items()])
 
 
 def served_urls(wid: str, snap: Snapshot) -> list[str]:
@@ -69,9 +83,9 @@ def served_urls(wid: str, snap: Snapshot) -> list[str]:
     return urls
 
 
-def assert_servable(app, client, snap: Snapshot, wid: str = "fz", fragment_too: bool = False,
+def assert_servable(client, snap: Snapshot, wid: str = "fz", fragment_too: bool = False,
                     light: bool = False) -> None:
-    serve(app, {wid: snap})
+    serve(client, {wid: snap})
     urls = served_urls(wid, snap)
     if light:  # summary, tensors, the opening page, every step fragment... and a node page
         urls = urls[:3] + [u for u in urls if "tensors?step=" in u] + urls[-1:]

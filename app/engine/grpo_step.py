@@ -22,7 +22,7 @@ from .params import GRPOParams
 from .recorder import as_python, capture, node_record, parameter_grads
 from .records import RecordedStep, StepResult
 from .rewards import accuracy_reward
-from .training import descend, sgd
+from .training import SGD
 
 
 def _sample(model: ToyGRPO, x: torch.Tensor, group_size: int, gen: torch.Generator) -> torch.Tensor:
@@ -37,8 +37,8 @@ class TrainingDiverged(ValueError):
     """The history's updates blew up (NaN/inf): the parameters ask for too big a step."""
 
 
-def _update(model: ToyGRPO, optimizer: torch.optim.Optimizer, x, actions, rewards, where: str) -> None:
-    descend(optimizer, model(x, actions, rewards)["loss"])
+def _update(model: ToyGRPO, optimizer: SGD, x, actions, rewards, where: str) -> None:
+    optimizer.descend(model(x, actions, rewards)["loss"])
     # A big learning rate with a big beta makes the k3 term's exp() explode;
     # refuse clearly instead of sampling from NaN probabilities.
     if not all(torch.isfinite(p).all() for p in model.policy.parameters()):
@@ -82,7 +82,7 @@ def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
         copy.load_state_dict({k: v.clone() for k, v in base.items()}, strict=False)
     model.to(device)
     x = torch.tensor([prompt.features], dtype=DTYPE, device=device)  # (1, F)
-    optimizer = sgd(model.policy, params.learning_rate)
+    optimizer = SGD(model.policy, params.learning_rate)
 
     for it in range(params.iteration):
         _freeze_old(model)

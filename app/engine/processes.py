@@ -23,7 +23,7 @@ from .checkpoints import base_state, student_base_state
 from .compute import cached_computation
 from .model import DTYPE, CompletionPolicy, ToyConfig, ToyGRPO
 from .rewards import rewards_for
-from .training import descend, sgd
+from .training import SGD
 
 GROUP_SIZE = 16  # G: R1 used 16 (§2.2.1)
 INNER_STEPS = 2  # mu: policy updates per sampled group, so rho moves off 1
@@ -138,7 +138,7 @@ def _grpo_stage(stage: Stage, start: dict, reference: dict, gen: torch.Generator
     model.policy.load_state_dict(start)
     model.reference_policy.load_state_dict(reference)
     table = rewards_for(stage.reward)
-    optimizer = sgd(model.policy, GRPO_LR)
+    optimizer = SGD(model.policy, GRPO_LR)
     curve, last = [], None
     for it in range(iterations):
         model.old_policy.load_state_dict(model.policy.state_dict())
@@ -152,7 +152,7 @@ def _grpo_stage(stage: Stage, start: dict, reference: dict, gen: torch.Generator
                                   snapshot_state(model.reference_policy), actions, rewards)
             loss = torch.stack([model(X[i:i + 1], actions[i], rewards[i])["loss"]
                                 for i in range(len(TOY_PROMPTS))]).mean()
-            descend(optimizer, loss)
+            optimizer.descend(loss)
         curve.append(CurvePoint(it + 1, measure(model.policy, model.reference_policy), float(loss.detach()),
                                 float(rewards.mean())))
     return snapshot_state(model.policy), tuple(curve), last
@@ -164,13 +164,13 @@ def _sft_stage(start: dict, reference: dict, data: tuple[tuple[int, int], ...], 
         return snapshot_state(policy), (), None
     idx = torch.tensor([d[0] for d in data])
     target = torch.tensor([d[1] for d in data])
-    optimizer = sgd(policy, SFT_LR)
+    optimizer = SGD(policy, SFT_LR)
     curve, last = [], None
     for it in range(iterations):
         if it == iterations - 1:
             last = LastUpdate(snapshot_state(policy), None, snapshot_state(ref), None, None, data)
         loss = F.nll_loss(policy(X[idx]), target)  # cross-entropy on log-probabilities
-        descend(optimizer, loss)
+        optimizer.descend(loss)
         curve.append(CurvePoint(it + 1, measure(policy, ref), float(loss.detach()), None))
     return snapshot_state(policy), tuple(curve), last
 

@@ -50,7 +50,7 @@ def allowed_range(name: str) -> str | None:
             if getattr(c, attr, None) is not None:
                 high = f" {sym} {numbers.bound(getattr(c, attr))}"
     if name == "rewards":
-        return f"group_size comma-separated finite numbers, |r| <= {MAX_ABS_REWARD:g}"
+        return f"group_size comma-separated finite numbers, |r| <= {numbers.bound(MAX_ABS_REWARD)}"
     if low is None and high is None:
         return None
     return f"{low or ''}{name}{high or ''}"

@@ -44,6 +44,9 @@ class Urls:
     def tensors(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tensors", query)
 
+    def api_docs(self) -> str:
+        return "/docs"
+
     def process(self, process_id: str) -> str:
         return f"/api/processes/{_segment(process_id)}"
 

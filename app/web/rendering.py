@@ -12,11 +12,13 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import HTMLResponse
 
 from ..views import numbers
+from ..views.urls import URLS
 from .settings import PROJECT_ROOT
 
 templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"))
 templates.env.filters["num"] = numbers.readout
 templates.env.filters["full"] = numbers.exact
+templates.env.globals["urls"] = URLS  # a pure builder: the links templates write themselves
 
 
 def wants_fragment(request: Request) -> bool:

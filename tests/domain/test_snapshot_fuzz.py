@@ -16,7 +16,6 @@ import json
 import time
 
 import pytest
-from fastapi.testclient import TestClient
 from hostile import (
     all_paths,
     assert_refused,
@@ -27,6 +26,7 @@ from hostile import (
     node,
     parse_or_refuse,
     serve,
+    swappable_client,
     with_raw,
 )
 from hypothesis import given
@@ -35,8 +35,6 @@ from reporting import report
 from snapshots import SEED_PATH, seed_dict
 
 from app.domain.snapshot import SnapshotError, parse_snapshot
-from app.web.factory import create_app
-from app.web.settings import Settings
 
 pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
 
@@ -44,25 +42,18 @@ SEED_BYTES = SEED_PATH.read_bytes()
 SEED = seed_dict()
 
 
-
-
-
-
-
-
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """One app; tests swap in their own catalog (a test-side change of app.state only), so the
-    whole-response cache is off: it would replay a previous catalog's answers for the same URL."""
-    empty = tmp_path_factory.mktemp("empty")
-    return create_app(Settings(device="cpu", walkthroughs_dir=empty, uploads_dir=tmp_path_factory.mktemp("up"),
-                               response_cache_mb=0))
+def client(tmp_path_factory):
+    yield from swappable_client(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def client(app):
-    with TestClient(app, raise_server_exceptions=False) as c:
-        yield c
+
+
+
+
+
+
+
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -126,7 +117,7 @@ MUTATIONS = st.lists(st.tuples(st.sampled_from(SEED_PATHS),
 
 @fuzz_settings(700)
 @given(mutations=MUTATIONS, as_bytes=st.booleans())
-def test_mutated_seed_is_refused_by_field_or_served(app, client, mutations, as_bytes):
+def test_mutated_seed_is_refused_by_field_or_served(client, mutations, as_bytes):
     doc = SEED
     for path, action, value in mutations:
         try:
@@ -137,7 +128,7 @@ def test_mutated_seed_is_refused_by_field_or_served(app, client, mutations, as_b
     snap = parse_or_refuse(raw)
     MUTANTS["accepted" if snap is not None else "refused"] += 1
     if snap is not None:
-        assert_servable(app, client, snap, light=True)
+        assert_servable(client, snap, light=True)
 
 
 # -- structure: cycles, depth, size ------------------------------------------------------
@@ -174,14 +165,14 @@ def test_1000_levels_of_nesting_are_refused_without_recursion_error(where, kind)
 
 
 @pytest.mark.parametrize("depth", [64, 200, 400, 900])
-def test_nesting_that_is_accepted_is_also_served(app, client, depth):
+def test_nesting_that_is_accepted_is_also_served(client, depth):
     """Whatever depth parse_snapshot accepts in free-form fields, every route can serve."""
     snap = parse_or_refuse(with_raw("params", nested(depth, "object")))
     if snap is not None:
-        assert_servable(app, client, snap)
+        assert_servable(client, snap)
 
 
-def test_huge_node_arrays_are_refused_in_bounded_time(app, client):
+def test_huge_node_arrays_are_refused_in_bounded_time(client):
     """100k nodes are refused, naming the field and the limit, before any model validation."""
     doc = copy.deepcopy(SEED)
     n = 100_000
@@ -198,7 +189,7 @@ def test_huge_node_arrays_are_refused_in_bounded_time(app, client):
     # A 5k-node graph (uploads top out near 17k) is served, view-only, in bounded time.
     doc["document"]["semantic"]["nodes"] = doc["document"]["semantic"]["nodes"][:18 + 5000]
     small = parse_snapshot(json.dumps(doc))
-    serve(app, {"big": small})
+    serve(client, {"big": small})
     assert client.get("/api/walkthroughs/big/tensors").status_code == 409
     t0 = time.perf_counter()
     r = client.get("/walkthroughs/big/steps/clip")

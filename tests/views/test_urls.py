@@ -21,6 +21,7 @@ def test_paths_of_the_app():
     assert URLS.step("toy_grpo", "clip", {}) == "/walkthroughs/toy_grpo/steps/clip"  # no dangling "?"
     assert URLS.tensors("toy_grpo", {"step": "clip"}) == "/api/walkthroughs/toy_grpo/tensors?step=clip"
     assert URLS.process("r1-zero") == "/api/processes/r1-zero"
+    assert URLS.api_docs() == "/docs"
 
 
 @pytest.mark.parametrize("raw, quoted", [

@@ -25,6 +25,7 @@ from hostile import (
     serve,
     served_urls,
     small_snapshot,
+    swappable_client,
     traversal_snapshot,
     with_raw,
 )
@@ -38,21 +39,13 @@ SEED_BYTES = SEED_PATH.read_bytes()
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """One app; tests swap in their own catalog (a test-side change of app.state only), so the
-    whole-response cache is off: it would replay a previous catalog's answers for the same URL."""
-    empty = tmp_path_factory.mktemp("empty")
-    return create_app(Settings(device="cpu", walkthroughs_dir=empty, uploads_dir=tmp_path_factory.mktemp("up"),
-                               response_cache_mb=0))
+def client(tmp_path_factory):
+    yield from swappable_client(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def client(app):
-    with TestClient(app, raise_server_exceptions=False) as c:
-        yield c
 
 
-def test_unknown_ops_are_accepted_view_only(app, client):
+def test_unknown_ops_are_accepted_view_only(client):
     doc = copy.deepcopy(SEED)
     for node in doc["document"]["semantic"]["nodes"]:
         if node["kind"] == "layer":
@@ -61,27 +54,27 @@ def test_unknown_ops_are_accepted_view_only(app, client):
         {"node_id": "mystery", "kind": "layer", "op": "Nonexistent<Op>", "params": {"k": 1}, "metadata": {}})
     doc["document"]["view"]["node_positions"]["mystery"] = {"x": 0, "y": 0}
     snap = parse_snapshot(doc)
-    serve(app, {"ops": snap})
+    serve(client, {"ops": snap})
     assert client.get("/api/walkthroughs").json()[0]["runnable"] is False
     assert client.get("/api/walkthroughs/ops/tensors").status_code == 409
     assert client.get("/walkthroughs/ops/steps/clip?node=mystery").status_code == 200
-    assert_servable(app, client, snap, "ops")
+    assert_servable(client, snap, "ops")
 
 
-def test_an_unknown_op_on_a_known_node_makes_it_view_only(app, client):
+def test_an_unknown_op_on_a_known_node_makes_it_view_only(client):
     """The torch model matches a snapshot only if its nodes are the model's: same ids *and* ops.
     Same ids with another op would show ToyGRPO's numbers under a graph that claims other layers."""
     doc = mutate(SEED, ("document", "semantic", "nodes", 2, "op"), "replace", "torch.nn.Conv2d")
-    serve(app, {"conv": parse_snapshot(doc)})
+    serve(client, {"conv": parse_snapshot(doc)})
     assert client.get("/api/walkthroughs").json()[0]["runnable"] is False
     assert client.get("/api/walkthroughs/conv/tensors").status_code == 409
 
 
-def test_path_like_strings_are_never_paths(app, client, monkeypatch, tmp_path):
+def test_path_like_strings_are_never_paths(client, monkeypatch, tmp_path):
     snap = parse_snapshot(traversal_snapshot())
     ids = [n.node_id for n in snap.nodes] + [s.id for s in snap.steps]
     assert any("../" in i for i in ids) and any(i.startswith("/") for i in ids)
-    serve(app, {"paths": snap})
+    serve(client, {"paths": snap})
 
     touched: list[str] = []
     real_open, real_io_open, real_os_open = builtins.open, io.open, os.open
@@ -114,18 +107,18 @@ def test_path_like_strings_are_never_paths(app, client, monkeypatch, tmp_path):
     assert 200 in statuses
 
 
-def test_every_step_is_reachable_by_the_url_the_app_links(app, client):
+def test_every_step_is_reachable_by_the_url_the_app_links(client):
     """Step ids are plain strings: one containing "/" (e.g. "../x") must still open."""
     snap = parse_snapshot(traversal_snapshot())
-    serve(app, {"paths": snap})
+    serve(client, {"paths": snap})
     for step in snap.steps:
         page = client.get(f"/walkthroughs/paths/steps/{quote(step.id, safe='')}")
         assert page.status_code == 200, f"step {step.id!r}: {page.status_code} {page.request.url}"
 
 
-def test_markup_in_every_text_field_is_escaped(app, client):
+def test_markup_in_every_text_field_is_escaped(client):
     snap = parse_snapshot(small_snapshot(payload))
-    serve(app, {"xss": snap})
+    serve(client, {"xss": snap})
     module, member = snap.nodes[1].node_id, snap.nodes[2].node_id
     seen_as_text = set()
     urls = served_urls("xss", snap) + [
