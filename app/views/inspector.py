@@ -39,8 +39,8 @@ class InspectorView:
     incoming: list[EdgeRef]
     outgoing: list[EdgeRef]
     record: NodeRecord | None
-    value_stats: dict | None  # tensor_stats: min, max, mean, count
-    grad_stats: dict | None
+    value_stats: TensorStats | None
+    grad_stats: TensorStats | None
     declared_shape: str | None
     shape_warning: str | None
     probability_charts: tuple[ProbabilityBars, ...] = ()  # one per row of log-probabilities
@@ -58,14 +58,23 @@ def flatten(values: Any) -> list[float]:
     return [float(values)]
 
 
-def tensor_stats(values: Any) -> dict:
+@dataclass(frozen=True)
+class TensorStats:
+    """The line above a tensor table; min, max and mean are None for an empty tensor."""
+    min: float | None
+    max: float | None
+    mean: float | None
+    count: int
+
+
+def tensor_stats(values: Any) -> TensorStats:
     flat = flatten(values)
     if not flat:
-        return {"min": None, "max": None, "mean": None, "count": 0}
+        return TensorStats(None, None, None, 0)
     if any(math.isnan(x) for x in flat):
         nan = float("nan")
-        return {"min": nan, "max": nan, "mean": nan, "count": len(flat)}
-    return {"min": min(flat), "max": max(flat), "mean": math.fsum(flat) / len(flat), "count": len(flat)}
+        return TensorStats(nan, nan, nan, len(flat))
+    return TensorStats(min(flat), max(flat), math.fsum(flat) / len(flat), len(flat))
 
 
 def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str | None:

@@ -18,7 +18,7 @@ from app.views.charts.advantages import advantage_bars
 from app.views.charts.clip_plot import clip_plot
 from app.views.charts.frame import nice_ticks
 from app.views.charts.probabilities import probability_bars
-from app.views.inspector import build_inspector, flatten, tensor_stats
+from app.views.inspector import TensorStats, build_inspector, flatten, tensor_stats
 from app.views.numbers import significant as fmt
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -94,18 +94,18 @@ def test_fmt_uses_unicode_minus_and_significant_digits():
 def test_flatten_and_tensor_stats():
     assert flatten([[1, 2], [3, [4.5]]]) == [1.0, 2.0, 3.0, 4.5]
     assert flatten(2.5) == [2.5] and flatten(None) == [] and flatten([]) == []
-    assert tensor_stats([[1, -2], [3, 6]]) == {"min": -2.0, "max": 6.0, "mean": 2.0, "count": 4}
-    assert tensor_stats(7) == {"min": 7.0, "max": 7.0, "mean": 7.0, "count": 1}
-    assert tensor_stats([]) == {"min": None, "max": None, "mean": None, "count": 0}
-    assert tensor_stats([[]]) == {"min": None, "max": None, "mean": None, "count": 0}
-    assert math.isnan(tensor_stats([1.0, math.nan])["mean"])
+    assert tensor_stats([[1, -2], [3, 6]]) == TensorStats(min=-2.0, max=6.0, mean=2.0, count=4)
+    assert tensor_stats(7) == TensorStats(min=7.0, max=7.0, mean=7.0, count=1)
+    assert tensor_stats([]) == TensorStats(min=None, max=None, mean=None, count=0)
+    assert tensor_stats([[]]) == TensorStats(min=None, max=None, mean=None, count=0)
+    assert math.isnan(tensor_stats([1.0, math.nan]).mean)
 
 
 def test_tensor_stats_of_engine_node(run):
     lp = run.nodes["policy.log_probabilities"].values
     stats = tensor_stats(lp)
-    assert stats["count"] == 4 and stats["max"] == max(lp[0]) and stats["min"] == min(lp[0])
-    assert math.isclose(stats["mean"], sum(lp[0]) / 4, rel_tol=1e-12)
+    assert stats.count == 4 and stats.max == max(lp[0]) and stats.min == min(lp[0])
+    assert math.isclose(stats.mean, sum(lp[0]) / 4, rel_tol=1e-12)
 
 
 # ------------------------------------------------------------------ probability bars
