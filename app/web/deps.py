@@ -1,14 +1,18 @@
-"""Route dependencies, as typed aliases (`CatalogDep`, `DeviceDep`, …), and id lookups that 404.
+"""Route dependencies, as typed aliases (`CatalogDep`, `DeviceDep`, …), id lookups that 404,
+and the API's route class, which refuses query parameters a route does not declare.
 
 A route says `cat: CatalogDep` instead of `Annotated[Catalog, Depends(catalog)]`.
 """
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, get_args
 
-from fastapi import Depends, Query, Request, UploadFile
+from fastapi import Depends, Query, Request, Response, UploadFile
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
-from pydantic import ConfigDict, ValidationError, create_model
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from ..domain.catalog import Catalog, CatalogEntry
@@ -17,6 +21,7 @@ from ..domain.snapshot import Snapshot
 from ..domain.uploads import MAX_BYTES, UploadRejected
 from ..engine.params import GRPOParams
 from .errors import NotFound
+from .schemas.errors import ValidationErrorBody, error
 
 
 def _query_field(name: str, field: FieldInfo):
@@ -105,3 +110,62 @@ CatalogDep = Annotated[Catalog, Depends(catalog)]
 DeviceDep = Annotated[str, Depends(device)]
 ProcessesDep = Annotated[ProcessCatalog, Depends(process_catalog)]
 ParamsDep = Annotated[GRPOParams, Depends(grpo_params)]
+
+
+# -- strict query strings ------------------------------------------------------------------
+
+UNKNOWN_QUERY = ("A query parameter the route does not take is refused, never ignored: `detail` "
+                 "names it and lists the known ones.")
+
+
+def query_names(dependant: Dependant) -> list[str]:
+    """The query keys a route reads: its own parameters and its dependencies' (ParamsDep's
+    GRPOQuery among them), a query model counted field by field, as FastAPI reads it."""
+    names: list[str] = []
+    for field in dependant.query_params:
+        model = field.field_info.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            names += [info.alias or name for name, info in model.model_fields.items()]
+        else:
+            names.append(field.alias)
+    for sub in dependant.dependencies:
+        names += query_names(sub)
+    return list(dict.fromkeys(names))
+
+
+def unknown_query(key: str, known: list[str]) -> dict[str, Any]:
+    """One pydantic-style error for the 422 handler (app/web/errors.py), which names `key`."""
+    listed = ", ".join(known) if known else "none (this route takes no query parameters)"
+    return {"type": "extra_forbidden", "loc": ("query", key),
+            "msg": f"Unknown query parameter {key!r}; known: {listed}"}
+
+
+class StrictQueryRoute(APIRoute):
+    """A JSON API route that answers 422 to a query parameter it does not declare
+    (`clip_eps=0.9` would otherwise run with the default ε), and documents that 422."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], *,
+                 responses: dict[int | str, dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        responses = dict(responses or {})
+        key: int | str = "422" if "422" in responses else 422
+        entry = dict(responses.get(key) or error(UNKNOWN_QUERY, ValidationErrorBody))
+        model = entry.get("model")
+        if model is not ValidationErrorBody and ValidationErrorBody not in get_args(model):
+            raise TypeError(f"{path}: its 422 must document ValidationErrorBody, the body sent")
+        if UNKNOWN_QUERY not in entry["description"]:  # routers copy routes: add it once
+            entry["description"] = f"{entry['description']} {UNKNOWN_QUERY}"
+        responses[key] = entry
+        super().__init__(path, endpoint, responses=responses, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        known = sorted(query_names(self.dependant))
+        allowed = frozenset(known)
+
+        async def strict(request: Request) -> Response:
+            unknown = [k for k in request.query_params.keys() if k not in allowed]
+            if unknown:
+                raise RequestValidationError([unknown_query(k, known) for k in unknown])
+            return await handler(request)
+
+        return strict

@@ -33,7 +33,9 @@ def validation_details(errors) -> list[dict]:
         loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body")]
         param = loc[0] if loc else "request"
         message = err.get("msg", "invalid").removeprefix("Value error, ")
-        details.append({"param": param, "message": message, "allowed": allowed_range(param)})
+        # an unknown parameter has no range, even one named like another route's parameter
+        allowed = None if err.get("type") == "extra_forbidden" else allowed_range(param)
+        details.append({"param": param, "message": message, "allowed": allowed})
     return details
 
 
@@ -99,5 +101,5 @@ def install_error_handlers(app: FastAPI) -> None:
                                    "The server could not build this page; the error has been logged.")
         else:
             response = JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
-        response.headers.update(security_headers(request.url.path))
+        response.headers.update(security_headers())
         return response

@@ -14,9 +14,10 @@ from ..domain.uploads import UploadStore
 from ..engine.compute import LIMITER
 from ..engine.device import resolve_device, set_threads
 from .errors import install_error_handlers
+from .middleware.head import HeadMiddleware
 from .middleware.response_cache import ResponseCacheMiddleware
 from .middleware.security import SecurityHeadersMiddleware
-from .routes import api, health, pages, processes
+from .routes import api, docs, health, pages, processes
 from .settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
@@ -33,25 +34,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     set_threads(settings.torch_threads)
     LIMITER.configure(settings.compute_slots, settings.compute_queue)
 
+    # /docs is our own page (routes/docs.py: Swagger UI from /static, under the one CSP);
+    # FastAPI's would load it from a CDN. No ReDoc: /redoc is a 404.
     app = FastAPI(title="GRPO walkthrough", version="0.1.0",
-                  description="Every number computed by PyTorch on the server.")
+                  description="Every number computed by PyTorch on the server.",
+                  docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.device = device
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
     app.state.catalog.uploads = UploadStore(settings.uploads_dir, settings.max_uploads)
     app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
     install_error_handlers(app)
-    # Outermost last: security headers on everything, then the response cache
-    # (it keeps compressed bodies, keyed on Accept-Encoding), then compression.
+    # Outermost last: HEAD served as GET (and 405s naming every method), security headers
+    # on everything, then the response cache (it keeps compressed bodies, keyed on
+    # Accept-Encoding), then compression.
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
     if settings.response_cache_mb > 0:
         app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024,
                            skip=UPLOAD_PATH.match)
     app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(HeadMiddleware, router=app.router)
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
     app.include_router(api.router)
     app.include_router(processes.router)
+    app.include_router(docs.router)
     app.include_router(pages.router)
     return app
 

@@ -178,7 +178,8 @@ def client(make_client):
     ("GET", "/static/js/app.js", {}, 200),
     ("GET", "/static/nope.css", {}, 404),
     ("GET", "/static/../app/settings.py", {}, 404),
-    ("HEAD", "/api/walkthroughs", {}, 405),
+    ("HEAD", "/api/walkthroughs", {}, 200),
+    ("PUT", "/api/walkthroughs", {}, 405),
 ])
 def test_security_headers_on_every_kind_of_response(client, method, path, headers, status):
     response = client.request(method, path, headers=headers, follow_redirects=False)

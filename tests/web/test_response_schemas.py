@@ -203,13 +203,23 @@ def test_openapi_walkthrough_list(openapi):
         "title": "Response 200 List Walkthroughs Api Walkthroughs Get"}
 
 
-@pytest.mark.parametrize("path, errors", [
+ERRORS = [  # every GET operation of the document, with the error bodies it declares
+    ("/healthz", {}),
+    ("/api/walkthroughs", {"422": ValidationErrorBody}),  # an unknown query parameter
+    ("/api/processes", {"422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}", {"404": ErrorBody, "422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/tensors", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                     "503": ErrorBody}),
     ("/api/processes/{process_id}", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/processes/compare", {"422": ValidationErrorBody, "503": ErrorBody}),
-])
+]
+
+
+def test_every_get_operation_is_listed(openapi):
+    assert {p for p, ops in openapi["paths"].items() if "get" in ops} == {p for p, _ in ERRORS}
+
+
+@pytest.mark.parametrize("path, errors", ERRORS)
 def test_openapi_error_bodies(openapi, path, errors):
     responses = openapi["paths"][path]["get"]["responses"]
     assert set(responses) == {"200", *errors}
@@ -278,3 +288,42 @@ def test_document_catches_drift(client, document):
     operation = document["/api/walkthroughs/{walkthrough_id}/tensors"]["GET"]
     assert operation.is_valid_response(sent)
     assert not operation.is_valid_response(drifted)
+
+
+# Real 404 and 422 bodies of every GET operation, checked against the model its document
+# entry names (and, through schemathesis, against the document itself).
+REAL_ERRORS = [
+    ("/api/walkthroughs", "/api/walkthroughs?page=2", 422),
+    ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/nope", 404),
+    ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/toy_grpo?step=clip", 422),  # no `step` here
+    ("/api/walkthroughs/{walkthrough_id}/tensors", "/api/walkthroughs/nope/tensors", 404),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?step=nope", 404),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=nope", 404),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?group_size=1", 422),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?stage=x", 422),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?clip_eps=0.9", 422),
+    ("/api/walkthroughs/{walkthrough_id}/tensors",
+     TENSORS + "?learning_rate=10&beta=10&iteration=50&inner_steps=16", 422),  # diverges
+    ("/api/processes", "/api/processes?seed=1", 422),
+    ("/api/processes/{process_id}", "/api/processes/nope", 404),
+    ("/api/processes/{process_id}", "/api/processes/r1?seed=-1", 422),
+    ("/api/processes/{process_id}", "/api/processes/r1?stage=sft", 422),
+    ("/api/processes/compare", "/api/processes/compare?iterations_scale=9", 422),
+    ("/api/processes/compare", "/api/processes/compare?scale=2", 422),
+]
+MODELS = {ref(m): m for m in (ErrorBody, ValidationErrorBody)}
+
+
+def test_every_declared_404_and_422_is_exercised(openapi):
+    declared = {(path, status) for path, ops in openapi["paths"].items() if "get" in ops
+                for status in ops["get"]["responses"] if status in ("404", "422")}
+    assert declared == {(path, str(status)) for path, _, status in REAL_ERRORS}
+
+
+@pytest.mark.parametrize("path, url, status", REAL_ERRORS)
+def test_real_error_bodies_follow_the_declared_model(client, openapi, document, path, url, status):
+    model = MODELS[schema_of(openapi, path, str(status))["$ref"]]
+    body = validated(client.get(url), status, model)
+    if isinstance(body, ValidationErrorBody):
+        assert body.detail and body.error.startswith(body.detail[0].param)
+    document[path]["GET"].validate_response(client.get(url))

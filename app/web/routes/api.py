@@ -15,6 +15,7 @@ from ..deps import (
     DeviceDep,
     ParamsDep,
     ProcessesDep,
+    StrictQueryRoute,
     check_node,
     check_step,
     find_entry,
@@ -25,7 +26,7 @@ from ..deps import (
 )
 from ..errors import NotRunnable
 from ..schemas.base import AsBuilt, AsBuiltList
-from ..schemas.errors import BUSY, INVALID, ErrorBody, ValidationErrorBody, error
+from ..schemas.errors import BUSY, ErrorBody, ValidationErrorBody, error
 from ..schemas.tensors import TensorsBody
 from ..schemas.walkthroughs import (
     UploadBody,
@@ -37,11 +38,12 @@ from ..schemas.walkthroughs import (
     walkthrough_summary,
 )
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 
 # Routes send the builders' dicts as they are (response_model=AsBuilt: no validation, same
 # bytes as `-> dict`); `responses` names the model each body follows, for the document.
+# StrictQueryRoute refuses (422) and documents unknown query parameters on every route.
 
 UNKNOWN = error("Unknown walkthrough, or one whose file failed to load.")
 
@@ -52,7 +54,7 @@ def list_walkthroughs(cat: CatalogDep) -> list[dict]:
 
 
 @router.get("/walkthroughs/{walkthrough_id}", response_model=AsBuilt,
-            responses={200: {"model": WalkthroughSummary}, 404: UNKNOWN, 422: INVALID})
+            responses={200: {"model": WalkthroughSummary}, 404: UNKNOWN})
 def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
     find_snapshot(cat, walkthrough_id)
     return walkthrough_summary(find_entry(cat, walkthrough_id))
@@ -101,7 +103,8 @@ def get_tensors(
     200: {"model": UploadBody, "description": "Already uploaded"},
     413: error("Over 2 MB"),
     # UploadRejected sends {"error"}; a request without a `file` part gets the validation body
-    422: error("Not a valid export", ErrorBody | ValidationErrorBody),
+    422: error("Not a valid export (`error` says why), or no `file` part (`detail` names it).",
+               ErrorBody | ValidationErrorBody),
 })
 async def upload_walkthrough(file: Annotated[UploadFile, File()], cat: CatalogDep):
     """Open your own `tensorviz.graph` export: validated like the built-in ones, kept by content hash."""

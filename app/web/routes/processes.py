@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...engine.processes import run_process
-from ..deps import ProcessesDep, find_process
+from ..deps import ProcessesDep, StrictQueryRoute, find_process
 from ..schemas.base import AsBuilt
 from ..schemas.errors import BUSY, INVALID, error
 from ..schemas.processes import (
@@ -18,7 +18,7 @@ from ..schemas.processes import (
     processes_payload,
 )
 
-router = APIRouter(prefix="/api/processes", tags=["processes"])
+router = APIRouter(prefix="/api/processes", tags=["processes"], route_class=StrictQueryRoute)
 
 Seed = Annotated[int, Query(ge=0, le=2**31 - 1, description="Seeds every sampling step of the path.")]
 Scale = Annotated[int, Query(ge=1, le=8, description="Multiplies every stage's iteration count.")]
