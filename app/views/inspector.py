@@ -14,11 +14,13 @@ from ..engine.records import NodeRecord, StepResult
 from .charts.advantages import AdvantageBars, advantage_bars
 from .charts.clip_plot import ClipPlot, clip_plot
 from .charts.probabilities import ProbabilityBars, probability_bars
+from .meaning import NodeMeaning, choice_label, filled_formula, node_meaning
 
 # Log-probability nodes get probability bars; GRPO nodes get the group chart.
 PROBABILITY_NODE_SUFFIXES = ("log_probabilities",)
 POLICY_MODULES = ("policy", "old_policy", "reference_policy")
 CLIP_NODES = ("ratio", "clipped", "python@ratio#0", "python@clipped#0")
+MAX_ROWS = 64  # per-sample lists and tables show this many; the JSON API has them all
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,27 @@ class EdgeRef:
 
 
 @dataclass(frozen=True)
+class FilledLine:
+    """The node's formula written with one sample's recorded numbers."""
+    index: int
+    choice: int
+    text: str  # "ρ₃ = exp(−1.204 − (−1.386)) = 1.200"
+    clip_active: bool
+
+
+@dataclass(frozen=True)
+class RewardInput:
+    """One sample's reward, as it enters the advantages."""
+    index: int
+    choice: int
+    choice_label: str  # "2 · readable correct"
+    reward: float
+
+
+@dataclass(frozen=True)
 class InspectorView:
     node_id: str
+    meaning: NodeMeaning
     kind: str
     op: str
     description: str | None
@@ -47,6 +68,9 @@ class InspectorView:
     advantage_chart: AdvantageBars | None = None
     clip_chart: ClipPlot | None = None
     anchor_connections: list[dict] = field(default_factory=list)
+    choice_labels: tuple[str, ...] = ()  # one per sample of the run: "2 · readable correct"
+    filled: tuple[FilledLine, ...] = ()  # the formula with each sample's numbers (first MAX_ROWS)
+    reward_inputs: tuple[RewardInput, ...] = ()  # advantages: the rewards that feed them
 
 
 def flatten(values: Any) -> list[float]:
@@ -91,21 +115,47 @@ def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str |
             f"{tuple(traced)}, which is what Linear(3, 4) takes. Shown as traced.")
 
 
+def sample_choice_labels(result: StepResult) -> tuple[str, ...]:
+    """Each sample's action named after what it stands for in the run's prompt."""
+    return tuple(choice_label(result.prompt, s["action"]) if isinstance(s.get("action"), int) else "?"
+                 for s in result.samples)
+
+
 def _charts(node_id: str, record: NodeRecord | None, result: StepResult | None,
-            step_id: str | None) -> dict:
+            step_id: str | None, labels: tuple[str, ...]) -> dict:
     charts: dict = {}
     values = record.values if record is not None else None
     has_values = values is not None
-    if result is not None and isinstance(values, list) and (
-            node_id.endswith(PROBABILITY_NODE_SUFFIXES) or node_id in POLICY_MODULES):
-        charts["probability_charts"] = tuple(probability_bars(row, result.prompt.correct) for row in values)
-    if result is not None and has_values and node_id == "advantages":
+    if result is None:
+        return charts
+    if isinstance(values, list) and (node_id.endswith(PROBABILITY_NODE_SUFFIXES) or node_id in POLICY_MODULES):
+        charts["probability_charts"] = tuple(
+            probability_bars(row, result.prompt.correct,
+                             [choice_label(result.prompt, c) for c in range(len(row))] if isinstance(row, list)
+                             else None)
+            for row in values)
+    if has_values and node_id == "advantages":
         samples = result.samples
         charts["advantage_chart"] = advantage_bars([s["advantage"] for s in samples], [s["reward"] for s in samples],
-                                                   [s["clip_active"] for s in samples])
-    if result is not None and result.kind == "grpo" and (node_id in CLIP_NODES or step_id == "clip"):
-        charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples)
+                                                   [s["clip_active"] for s in samples], labels)
+    if result.kind == "grpo" and (node_id in CLIP_NODES or step_id == "clip"):
+        charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples, labels)
     return charts
+
+
+def _sample_lines(snapshot: Snapshot, node_id: str, result: StepResult | None, labels: tuple[str, ...]) -> dict:
+    """The per-sample formula lines, and for the advantages the rewards that feed them."""
+    if result is None or result.kind != "grpo":
+        return {}
+    shown = list(enumerate(result.samples[:MAX_ROWS]))
+    lines: dict = {}
+    filled = [(i, s, filled_formula(snapshot, node_id, result, i)) for i, s in shown]
+    if all(text is not None for *_, text in filled):
+        lines["filled"] = tuple(FilledLine(i, s["action"], text or "", bool(s["clip_active"]))
+                                for i, s, text in filled)
+    if node_id == "advantages":
+        lines["reward_inputs"] = tuple(RewardInput(i, s["action"], labels[i], s["reward"]) for i, s in shown)
+    return lines
 
 
 def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
@@ -121,8 +171,9 @@ def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
             if anchor.target.node_id == node_id and anchor.context is not None:
                 anchors = [c.model_dump(by_alias=False) for c in anchor.context.connections]
     layer_type = node.metadata.layer_type
+    labels = sample_choice_labels(result) if result is not None else ()
     return InspectorView(
-        node_id=node_id, kind=node.kind, op=node.op,
+        node_id=node_id, meaning=node_meaning(snapshot, node_id), kind=node.kind, op=node.op,
         description=layer_type.description if layer_type else None,
         params=dict(node.params), parent_id=node.parent_id, members=list(node.members),
         incoming=incoming, outgoing=outgoing, record=record,
@@ -130,5 +181,6 @@ def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
         grad_stats=tensor_stats(record.grad) if record and record.grad is not None else None,
         declared_shape=declared,
         shape_warning=shape_warning(declared, record.shape if record else None),
-        anchor_connections=anchors, **_charts(node_id, record, result, step_id),
+        anchor_connections=anchors, **_charts(node_id, record, result, step_id, labels),
+        choice_labels=labels, **_sample_lines(snapshot, node_id, result, labels),
     )

@@ -72,6 +72,7 @@ def test_a_parameter_recomputes_and_an_invalid_one_keeps_the_view(make_context, 
     expect_inspector_matches_api(page, "clipped", api(page, step="clip", clip_epsilon="0.1"))
     expect(page.locator("#step-title")).to_have_text(BY_ID["clip"].title)
 
+    page.mouse.move(0, 0)  # off the Inspector: a pointer resting on a sample highlights it (linked views)
     url = page.url
     graph = page.locator("#graph").inner_html()
     inspector = page.locator("#inspector").inner_html()
@@ -107,9 +108,9 @@ def test_a_copied_url_reloads_the_same_view(context, shot):
     page.get_by_role("button", name="Next").click()
     expect(page.locator("#step-title")).to_have_text(BY_ID["advantages"].title)
     wait_settled(page)
-    ratio = node(page, "ratio")
-    ratio.focus()
-    page.keyboard.press("Enter")                         # expand ratio
+    toggle = node(page, "ratio").locator(".toggle-link")
+    toggle.focus()
+    page.keyboard.press("Enter")                         # expand ratio with its ±
     expect(node(page, "python@ratio#0")).to_be_visible()
     page.locator("#p-seed").fill("3")
     page.locator("#p-beta").fill("0.1")

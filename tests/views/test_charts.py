@@ -122,10 +122,14 @@ def test_probability_bars_from_engine_row(run):
         assert bar.width == pytest.approx(p * chart.track_width, abs=GEOM_TOL)  # ∝ p, full width at p = 1
         assert bar.x == chart.track_x and bar.height == 22
         assert bar.value_text == f"p = {fmt(p)} (log p = {fmt(lp)})"
+        assert bar.hit.choice == bar.index and not bar.hit.samples
+        assert bar.hit.label == f"{bar.label}: {bar.value_text}"
+        assert bar.hit.y < bar.text_y - 8 and bar.y + bar.height <= bar.hit.y + bar.hit.height  # label and bar
+        assert bar.underline.y >= bar.y + bar.height and bar.underline.width == chart.track_width
     assert sum(b.width for b in chart.bars) == pytest.approx(chart.track_width, abs=4 * GEOM_TOL)
     correct = [b for b in chart.bars if b.correct]
     assert [b.index for b in correct] == [run.prompt.correct]
-    assert correct[0].label == f"choice {run.prompt.correct} ✓ correct"
+    assert correct[0].label == f"choice {run.prompt.correct} ✓"
     assert all("✓" not in b.label for b in chart.bars if not b.correct)
     ys = [b.y for b in chart.bars]
     assert ys == sorted(ys) and all(b.y + b.height <= chart.grid_bottom for b in chart.bars)
@@ -172,6 +176,17 @@ def test_advantage_bars_geometry():
     xs = [b.x for b in chart.bars]
     assert xs == sorted(xs) and xs[0] >= chart.plot_left and xs[-1] + chart.bars[-1].width <= chart.plot_right
     assert chart.zero_label.text == "0 (group mean)" and chart.zero_label.y > chart.zero_y
+    # each slot is one hit region (labels included), named like the bar, linked to its sample
+    for bar in chart.bars:
+        assert bar.hit.samples == (bar.index,) and bar.hit.label == bar.title
+        assert bar.hit.x <= bar.x and bar.x + bar.width <= bar.hit.x + bar.hit.width
+        assert bar.hit.y < chart.plot_top and bar.hit.y + bar.hit.height <= chart.height
+        assert bar.hit.x <= bar.underline.x and bar.underline.x + bar.underline.width <= bar.hit.x + bar.hit.width
+    assert all(a.hit.x + a.hit.width <= b.hit.x for a, b in itertools.pairwise(chart.bars))  # no overlap
+    named = advantage_bars(adv, rew, labels=["1 · wrong"] * 4)
+    assert named.bars[0].title.startswith("sample 0 (1 · wrong): reward 2")
+    with pytest.raises(ValueError):
+        advantage_bars(adv, rew, labels=["x"])
 
 
 def test_all_zero_advantages_teach_nothing():
@@ -308,20 +323,60 @@ def test_clip_plot_groups_markers_for_huge_groups():
     group = [sample(0.5, -1.0, eps), sample(1.1, 1.0, eps)] * 150
     chart = clip_plot(eps, group)
     assert len(chart.markers) == 2 and sorted(len(m.indices) for m in chart.markers) == [150, 150]
+    assert [h.samples for h in chart.hits] == [m.indices for m in chart.markers]  # one hit per point
+    assert all(h.label.startswith("samples 0, 2, 4,") or h.label.startswith("samples 1, 3, 5,") for h in chart.hits)
+    assert all(h.label.split(":")[0].endswith(", …") for h in chart.hits)
+
+
+def test_clip_plot_hits_cover_the_points_and_name_the_choices():
+    eps = 0.2
+    group = [sample(0.5, -1.3, eps, 1), sample(1.6, 2.0, eps, 2), sample(0.5, -1.3, eps, 1)]
+    chart = clip_plot(eps, group, labels=["1 · wrong", "2 · readable correct", "1 · wrong"])
+    assert len(chart.markers) == 3 and len(chart.hits) == 2
+    for hit in chart.hits:
+        for m in (m for m in chart.markers if set(m.indices) <= set(hit.samples)):
+            assert hit.x < m.cx < hit.x + hit.width and hit.y < m.cy < hit.y + hit.height
+            assert m.ring > m.size
+    assert {h.samples for h in chart.hits} == {(0, 2), (1,)}
+    shared = next(h for h in chart.hits if h.samples == (0, 2))
+    assert shared.label.startswith("samples 0, 2: choice 1 · wrong, reward 0, A = −1.30, ρ = 0.500, L = −1.04")
+    assert shared.label.endswith("clip active: ∂loss/∂ρ = 0")
+    assert chart.markers[0].title.startswith("sample 0: choice 1 · wrong")
+    with pytest.raises(ValueError):
+        clip_plot(eps, group, labels=["a"])
 
 
 # ------------------------------------------------------------------ rendered SVG
 
 
 def check_svg(root: ET.Element, title: str) -> ET.Element:
+    """A chart is a named group: the drawing (one svg role=img with the summary), then its
+    focusable hit regions, each named and linked to samples or a choice (static/js/linked.js)."""
     assert local(root.tag) == "figure" and "chart" in classes(root)
-    svgs = [el for el in root.iter() if local(el.tag) == "svg"]
-    assert len(svgs) == 1
-    svg = svgs[0]
-    assert svg.get("role") == "img" and svg.get("aria-label", "").startswith(title)
-    assert len(svg.get("aria-label")) > len(title) + 20  # a summary, not just the title
-    assert svg.find(f"{SVG}title").text == title
+    outer = [el for el in root if local(el.tag) == "svg"]
+    assert len(outer) == 1 and len([el for el in root.iter() if local(el.tag) == "svg"]) == 2
+    svg = outer[0]
+    assert svg.get("role") == "group" and svg.get("aria-label") == title
     assert svg.get("viewBox") and svg.get("width") and svg.get("height")
+    drawing = svg[0]
+    assert local(drawing.tag) == "svg" and drawing.get("role") == "img"
+    assert (drawing.get("width"), drawing.get("height"), drawing.get("viewBox")) == (svg.get("width"),
+                                                                                     svg.get("height"), None)
+    assert drawing.get("aria-label", "").startswith(title)
+    assert len(drawing.get("aria-label")) > len(title) + 20  # a summary, not just the title
+    assert drawing.find(f"{SVG}title").text == title
+    assert not [el for el in drawing.iter() if el.get("tabindex")]  # nothing focusable inside an img
+    layers = [el for el in svg if "hit-layer" in classes(el)]
+    assert len(layers) == 1 and list(svg) == [drawing, layers[0]]  # hits drawn last, over the marks
+    for hit in layers[0]:
+        assert local(hit.tag) == "rect" and classes(hit) == {"hit"}
+        assert hit.get("tabindex") == "0" and hit.get("role") == "img" and hit.get("aria-label")
+        assert hit.find(f"{SVG}title").text == hit.get("aria-label")
+        assert (hit.get("fill"), hit.get("pointer-events")) == ("none", "all")  # invisible, yet hoverable
+        assert hit.get("data-samples") or hit.get("data-choice")
+    for el in svg.iter():
+        if {"link-frame", "link-mark", "link-ring"} & classes(el):
+            assert el.get("display") == "none"  # shown only while linked (static/css/linked.css)
     for el in root.iter():
         assert "style" not in el.attrib, el.tag  # strict CSP: no inline styles
         assert not any(k.lower().startswith("on") for k in el.attrib), el.tag
@@ -339,7 +394,7 @@ def test_render_engine_charts(run, macros):
     prob = parse(macros.probability_bars(probability_bars(row, correct=run.prompt.correct), "Policy π(·|q)"))
     svg = check_svg(prob, "Policy π(·|q)")
     assert len(with_class(svg, "bar-correct")) == 1 and len(with_class(svg, "bar-hatch")) == 1
-    assert f"choice {run.prompt.correct} ✓ correct" in texts(svg)
+    assert f"choice {run.prompt.correct} ✓" in texts(svg)
 
     adv_chart = advantage_bars([s["advantage"] for s in run.samples], [s["reward"] for s in run.samples],
                                       [s["clip_active"] for s in run.samples])
@@ -386,7 +441,7 @@ def test_render_escapes_user_text_and_keeps_ids_apart(macros):
     assert "<script>" not in a
     root = parse(a)
     svg = check_svg(root, evil)
-    assert f"{evil} ✓ correct" in texts(svg)
+    assert f"{evil} ✓" in texts(svg)
     # two charts with one title: explicit uids keep pattern ids apart; the default is stable
     page = parse(f"<div>{macros.probability_bars(chart, 'Same', uid='one')}"
                  f"{macros.probability_bars(chart, 'Same', uid='two')}</div>")
@@ -398,7 +453,7 @@ def test_render_escapes_user_text_and_keeps_ids_apart(macros):
 
 
 def test_css_covers_the_drawn_classes(run, macros):
-    css = (ROOT / "static" / "css" / "charts.css").read_text()
+    css = "".join((ROOT / "static" / "css" / name).read_text() for name in ("charts.css", "linked.css"))
     assert "style=" not in (ROOT / "templates" / "macros" / "charts.html").read_text()
     assert "style=" not in (ROOT / "templates" / "macros" / "svg.html").read_text()
     styled = set(re.findall(r"\.([a-z][a-z0-9-]*)", css))
@@ -411,9 +466,10 @@ def test_css_covers_the_drawn_classes(run, macros):
         macros.clip_plot(clip_plot(0.2, run.samples + [sample(1.0, 0.0, 0.2)]), "c"),
     ]))
     used = {c for el in parse(f"<div>{html}</div>").iter() for c in classes(el)}
-    structural = {"chart-probabilities", "chart-clip", "prob-row", "is-correct", "adv-bar", "is-positive",
+    structural = {"chart-probabilities", "chart-advantages", "chart-clip", "prob-row", "is-correct", "adv-bar", "is-positive",
                   "is-negative", "is-zero", "is-clip-active", "axis", "axis-x", "axis-y", "clip-band-group",
-                  "legend", "marker", "legend-marker", "marker-label", "zero-label", "bar"}
+                  "legend", "marker", "legend-marker", "marker-label", "zero-label", "bar", "chart-drawing",
+                  "hit-layer"}
     assert used - structural <= styled, sorted(used - structural - styled)
 
 
@@ -421,11 +477,17 @@ def test_inspector_builds_the_charts_the_template_draws(run):
     snapshot = load_snapshot(SEED_PATH)
     logp = build_inspector(snapshot, "policy.log_probabilities", run)
     row = run.nodes["policy.log_probabilities"].values[0]
-    assert logp.probability_charts == (probability_bars(row, run.prompt.correct),)
+    names = ["0 · right but unformatted", "1 · wrong", "2 · readable correct", "3 · mixed-language correct"]
+    assert run.prompt.correct == 2 and logp.choice_labels == tuple(names[s["action"]] for s in run.samples)
+    assert logp.probability_charts == (probability_bars(row, run.prompt.correct, names),)
+    assert [b.label for b in logp.probability_charts[0].bars] == [*names[:2], names[2] + " ✓", names[3]]
     adv = build_inspector(snapshot, "advantages", run).advantage_chart
     assert [b.advantage for b in adv.bars] == [s["advantage"] for s in run.samples]
     assert [b.clip_active for b in adv.bars] == [s["clip_active"] for s in run.samples]
-    assert build_inspector(snapshot, "ratio", run).clip_chart == clip_plot(0.2, run.samples)
+    assert all(f"({names[s['action']]})" in b.title for b, s in zip(adv.bars, run.samples, strict=True))
+    clip = build_inspector(snapshot, "ratio", run).clip_chart
+    assert clip == clip_plot(0.2, run.samples, logp.choice_labels)
+    assert all(f"choice {names[run.samples[m.indices[0]]['action']]}" in m.title for m in clip.markers)
     assert build_inspector(snapshot, "input", run, "clip").clip_chart is not None  # the clip step shows it
     plain = build_inspector(snapshot, "input", run, "policy")
     assert (plain.probability_charts, plain.advantage_chart, plain.clip_chart) == ((), None, None)

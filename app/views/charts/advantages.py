@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..numbers import significant
-from .frame import ZERO_ADVANTAGE, PlotFrame, Text, frame_fields, r2
+from .frame import ZERO_ADVANTAGE, Box, Hit, PlotFrame, Text, frame_fields, r2
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class AdvantageBar:
     index_text: str  # "#3"
     reward_text: str  # "r = 1"
     title: str  # tooltip / accessible name of the bar
+    hit: Hit  # the bar's whole slot, labels included; also the outline drawn when highlighted
+    underline: Box  # drawn under the index text while the sample is highlighted
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ def advantage_bars(
     advantages: Sequence[float],
     rewards: Sequence[float],
     clip_active: Sequence[bool] | None = None,
-    width: float = 360,
+    labels: Sequence[str] | None = None,
+    width: float = 440,
     height: float = 200,
     max_bars: int = 256,
 ) -> AdvantageBars:
@@ -61,8 +64,8 @@ def advantage_bars(
     rew = [float(r) for r in rewards]
     if not adv:
         raise ValueError("advantage_bars needs at least one advantage")
-    if len(rew) != len(adv) or (clip_active is not None and len(clip_active) != len(adv)):
-        raise ValueError("advantages, rewards and clip_active must have the same length")
+    if len(rew) != len(adv) or any(s is not None and len(s) != len(adv) for s in (clip_active, labels)):
+        raise ValueError("advantages, rewards, clip_active and labels must have the same length")
     clip = [bool(c) for c in clip_active] if clip_active is not None else [False] * len(adv)
     finite = [abs(a) for a in adv if math.isfinite(a)]
     max_abs = max(finite, default=0.0)
@@ -86,12 +89,16 @@ def advantage_bars(
         cx = plot_l + (i + 0.5) * slot
         value_y = zero_y - h - 4 if sign >= 0 else zero_y + h + 12
         state = ", clip active (∂loss/∂ρ = 0)" if clip[i] else ""
+        who = f"sample {i} ({labels[i]})" if labels is not None else f"sample {i}"
+        title = f"{who}: reward {significant(rew[i], strip=True)}, advantage {significant(a)}{state}"
         bars.append(AdvantageBar(
             index=i, advantage=a, reward=rew[i], clip_active=clip[i], sign=sign,
             x=r2(cx - bar_w / 2), y=r2(zero_y - h if sign > 0 else zero_y), width=r2(bar_w),
             height=r2(h), cx=r2(cx), value_text=significant(a), value_y=r2(value_y),
             index_text=f"#{i}", reward_text=f"r = {significant(rew[i], strip=True)}",
-            title=f"sample {i}: reward {significant(rew[i], strip=True)}, advantage {significant(a)}{state}",
+            title=title, underline=Box(r2(cx - min(bar_w, 24) / 2), r2(plot_b + 31), r2(min(bar_w, 24)), 2.5),
+            hit=Hit(r2(plot_l + i * slot + 0.5), r2(plot_t - 2), r2(max(slot - 1, 1.0)),
+                    r2(height - 3 - (plot_t - 2)), title, samples=(i,)),
         ))
     notes: list[str] = list(ALL_ZERO_NOTE) if all_zero else []
     if shown < len(adv):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..numbers import MINUS, significant
-from .frame import CHAR_W, ZERO_ADVANTAGE, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
+from .frame import CHAR_W, ZERO_ADVANTAGE, Hit, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
 
 
 def surrogate_over_abs_a(rho: float, epsilon: float, sign: int) -> float:
@@ -53,6 +53,7 @@ class Marker:
     size: float  # circle radius; half the side of the square / cross
     d: str  # SVG path for square and cross ("" for a circle)
     title: str
+    ring: float  # radius of the ring drawn round it when its sample is highlighted
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class ClipPlot(PlotFrame):
     band_labels: tuple[Text, Text]  # "1−ε = 0.8" and "1+ε = 1.2" at the band's edges
     curves: tuple[Curve, ...]  # A > 0, then A < 0
     markers: tuple[Marker, ...]
+    hits: tuple[Hit, ...]  # one per drawn point, naming every sample there
     count_labels: tuple[Text, ...]  # "×3" next to a point shared by several samples
     legend: tuple[LegendItem, ...]
     x_label: Text
@@ -93,6 +95,7 @@ class ClipPlot(PlotFrame):
 def clip_plot(
     epsilon: float,
     samples: Sequence[dict],
+    labels: Sequence[str] | None = None,
     width: float = 420,
     height: float = 280,
     max_markers: int = 200,
@@ -100,6 +103,8 @@ def clip_plot(
     eps = float(epsilon)
     if not 0 < eps < 1:
         raise ValueError(f"epsilon must lie in (0, 1), got {eps}")
+    if labels is not None and len(labels) != len(samples):
+        raise ValueError(f"{len(labels)} labels for {len(samples)} samples")
     pts = []
     for i, s in enumerate(samples):
         rho, a = float(s["ratio"]), float(s["advantage"])
@@ -150,7 +155,14 @@ def clip_plot(
     for p in pts:
         i, rho, sign, value, hollow, _s = p
         groups.setdefault((shapes[sign], hollow, sx(rho), sy(value)), []).append(p)
-    markers, count_labels = [], []
+
+    def details(i: int, s: dict, hollow: bool) -> str:
+        choice = f"choice {labels[i]}" if labels is not None else f"action {s.get('action', '?')}"
+        return (f"{choice}, reward {significant(float(s.get('reward', 0)), strip=True)}, "
+                f"A = {significant(float(s['advantage']))}, ρ = {significant(float(s['ratio']))}, "
+                f"L = {significant(float(s['clipped']))}" + (", clip active: ∂loss/∂ρ = 0" if hollow else ""))
+
+    markers, hits, count_labels = [], [], []
     for (shape, hollow, cx, cy), members in groups.items():
         per_sample = len(pts) <= max_markers
         for chunk in ([[m] for m in members] if per_sample else [members]):
@@ -159,13 +171,16 @@ def clip_plot(
             markers.append(Marker(
                 indices=tuple(m[0] for m in chunk), shape=shape, hollow=hollow, ratio=rho, value=value,
                 cx=cx, cy=cy, size=5.0 if shape == "circle" else 4.5,
-                d=_marker_path(shape, cx, cy, 4.5),
-                title=(f"{who}: action {s.get('action', '?')}, "
-                       f"reward {significant(float(s.get('reward', 0)), strip=True)}, "
-                       f"A = {significant(float(s['advantage']))}, ρ = {significant(rho)}, "
-                       f"L = {significant(float(s['clipped']))}"
-                       + (", clip active: ∂loss/∂ρ = 0" if hollow else "")),
+                d=_marker_path(shape, cx, cy, 4.5), title=f"{who}: {details(i, s, hollow)}", ring=9.0,
             ))
+        # One hit per drawn point: samples on one point share it (they look like one marker).
+        said = {details(m[0], m[5], hollow) for m in members}
+        names = ", ".join(str(m[0]) for m in members[:12]) + (", …" if len(members) > 12 else "")
+        where = f"sample {names}" if len(members) == 1 else f"samples {names}"
+        what = said.pop() if len(said) == 1 else (f"ρ = {significant(members[0][1])}, L/|A| = "
+                                                   f"{significant(members[0][3])}")
+        hits.append(Hit(r2(cx - 8), r2(cy - 8), 16.0, 16.0, f"{where}: {what}",
+                        samples=tuple(m[0] for m in members)))
         if len(members) > 1:
             count_labels.append(Text(r2(cx + 8), r2(cy - 6), f"×{len(members)}"))
 
@@ -201,7 +216,7 @@ def clip_plot(
         y_ticks=tuple(Tick(v, sy(v), tick_label(v, yt)) for v in yt),
         x_tick_label_y=r2(plot_b + 16), y_tick_label_x=r2(plot_l - 6),
         zero_y=sy(0.0), band_x=band_l, band_width=r2(band_r - band_l), band_labels=(lo_label, hi_label),
-        curves=tuple(curves), markers=tuple(markers), count_labels=tuple(count_labels), legend=legend,
+        curves=tuple(curves), markers=tuple(markers), hits=tuple(hits), count_labels=tuple(count_labels), legend=legend,
         x_label=Text(r2((plot_l + plot_r) / 2), r2(plot_b + 32), "ratio ρ = π/π_old", "middle"),
         y_label=Text(14.0, r2((plot_t + plot_b) / 2), "surrogate L / |A|", "middle"),
         clip_active_count=n_active, summary=summary, caption=caption,

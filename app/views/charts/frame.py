@@ -69,6 +69,27 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Box:
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A focusable, hoverable region over a chart's marks (static/js/linked.js links it to the
+    group table): `samples` name the rows it stands for, or `choice` the action they chose."""
+    x: float
+    y: float
+    width: float
+    height: float
+    label: str  # accessible name and tooltip
+    samples: tuple[int, ...] = ()
+    choice: int | None = None
+
+
+@dataclass(frozen=True)
 class PlotFrame:
     """A chart's size and its plotting rectangle; axes, grid and data lie inside it."""
     width: float

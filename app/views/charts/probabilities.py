@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..numbers import significant
-from .frame import Tick, nice_ticks, r2, tick_label
+from .frame import Box, Hit, Tick, nice_ticks, r2, tick_label
 
 
 @dataclass(frozen=True)
 class ProbabilityBar:
     index: int
-    label: str  # "choice 2 ✓ correct"
+    label: str  # "2 · readable correct ✓" (a ✓ marks the correct choice)
     correct: bool
     probability: float
     log_prob: float
@@ -22,6 +22,8 @@ class ProbabilityBar:
     width: float
     height: float
     text_y: float  # baseline of the label/value line above the bar
+    underline: Box  # drawn under the bar while its samples are highlighted
+    hit: Hit  # the whole row: label, value and bar
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def probability_bars(
     log_probs: Sequence[float],
     correct: int | None = None,
     labels: Sequence[str] | None = None,
-    width: float = 320,
+    width: float = 380,
     bar_height: float = 22,
 ) -> ProbabilityBars:
     lps = [float(v) for v in log_probs]
@@ -65,11 +67,16 @@ def probability_bars(
         is_correct = i == correct
         top = pad + i * row_h
         frac = min(max(p, 0.0), 1.0) if not math.isnan(p) else 0.0
+        label = name + (" ✓" if is_correct else "")
+        value_text = f"p = {significant(p)} (log p = {significant(lp)})"
         bars.append(ProbabilityBar(
-            index=i, label=name + (" ✓ correct" if is_correct else ""), correct=is_correct,
-            probability=p, log_prob=lp, value_text=f"p = {significant(p)} (log p = {significant(lp)})",
+            index=i, label=label, correct=is_correct,
+            probability=p, log_prob=lp, value_text=value_text,
             x=r2(track_x), y=r2(top + text_h), width=r2(frac * track_w), height=r2(bar_height),
             text_y=r2(top + text_h - 5),
+            underline=Box(r2(track_x), r2(top + text_h + bar_height + 2), r2(track_w), 3.0),
+            hit=Hit(r2(track_x - 4), r2(top + 2), r2(track_w + 8), r2(text_h + bar_height + 3),
+                    f"{label}: {value_text}", choice=i),
         ))
     grid_bottom = pad + len(lps) * row_h - gap
     ticks = nice_ticks(0.0, 1.0, 5)
@@ -78,7 +85,7 @@ def probability_bars(
     listing = "; ".join(f"{b.label}: {significant(b.probability)}" for b in bars)
     caption = "Bar length is the probability; the full width is p = 1."
     if correct is not None:
-        caption += " The hatched bar marked ✓ correct is the choice the accuracy reward pays for."
+        caption += " The hatched bar marked ✓ is the prompt's correct answer."
     return ProbabilityBars(
         width=r2(width), height=r2(grid_bottom + 22), track_x=r2(track_x), track_width=r2(track_w),
         value_x=r2(track_x + track_w), bars=tuple(bars), grid=grid, grid_top=r2(pad + text_h),

@@ -1,0 +1,284 @@
+"""What a node means: a name a person can read, its formula, and one plain sentence.
+
+Derived from the snapshot's own data: a module's `moduleTemplateId` (and instance id),
+a layer's op and params, and for a member its parent's template. ToyGRPO's templates
+(app/engine/model.py) are described by the one table `TOY_GRPO` below; every other
+graph still gets a name from its ops and ids ("Linear 3→4", "Block"), never an error.
+The formulas follow docs/design.md §3 symbol for symbol.
+
+`filled_formula` writes a formula again with one sample's numbers, every one read from
+the engine's record: this module computes nothing, it only spells numbers
+(app/views/numbers.py) and returns None where a number was not recorded.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain.snapshot import Node, Snapshot
+from ..domain.toy_task import ROLE_LABELS, ToyPrompt
+from ..engine.records import StepResult
+from .numbers import MINUS, param, significant
+
+
+@dataclass(frozen=True)
+class NodeMeaning:
+    display_name: str  # e.g. "Policy ratio ρ"
+    formula: str | None  # None where the model defines none
+    summary: str  # one plain sentence
+
+
+@dataclass(frozen=True)
+class Known:
+    name: str
+    formula: str | None
+    summary: str
+    symbol: str = ""  # a policy's symbol (π_θ), used by its members' names
+    statement: str = ""  # what the module's single Python statement is called
+    filled: str | None = None  # which per-sample formula `filled_formula` writes
+
+
+# The one table: ToyGRPO's module templates (an instance id refines a shared template),
+# then ToyGRPO's own nodes outside any module, keyed by op.
+TOY_GRPO: dict[str, Known] = {
+    "model::CompletionPolicy": Known(
+        "Completion policy π", "log π(·|q) = log softmax(W x + b)",
+        "A policy over the four answers: it reads the prompt and gives each answer a log-probability.",
+        symbol="π"),
+    "model::CompletionPolicy/policy": Known(
+        "Policy π_θ", "log π_θ(·|q) = log softmax(W x + b)",
+        "The model being trained: it reads the prompt and gives each of the four answers a probability, "
+        "shown as log-probabilities.", symbol="π_θ"),
+    "model::CompletionPolicy/old_policy": Known(
+        "Old policy π_old", "log π_old(·|q) = log softmax(W x + b)",
+        "A frozen copy of the policy from the moment this group of answers was sampled; the ratio ρ "
+        "measures how far the policy has moved since.", symbol="π_old"),
+    "model::CompletionPolicy/reference_policy": Known(
+        "Reference policy π_ref", "log π_ref(·|q) = log softmax(W x + b)",
+        "A frozen copy of the model before any training; the divergence penalty keeps the policy from "
+        "drifting far from it.", symbol="π_ref"),
+    "model::GroupAdvantages": Known(
+        "Group advantages A", f"A_i = (r_i {MINUS} mean(r)) / (std_pop(r) + ε_A)",
+        "How much better each answer's reward is than its group's average, in units of the group's spread: "
+        "positive means “do more of this”, negative “do less”."),  # not filled: mean(r), std(r) unrecorded
+    "model::PolicyRatio": Known(
+        "Policy ratio ρ", f"ρ_i = exp(log π_θ(o_i|q) {MINUS} log π_old(o_i|q))",
+        "How many times more likely the current policy makes each sampled answer than the old policy that "
+        "sampled it; 1 means unchanged.", statement="ratio", filled="ratio"),
+    "model::ClippedSurrogate": Known(
+        "Clipped surrogate L", f"L_i = min(ρ_i·A_i, clip(ρ_i, 1{MINUS}ε, 1+ε)·A_i)",
+        f"Each answer's push, ratio times advantage, capped once the ratio leaves [1{MINUS}ε, 1+ε] in the "
+        "direction the advantage pushes, so that one update cannot overshoot.",
+        statement="clipped-surrogate", filled="clipped"),
+    "model::ReferencePenalty": Known(
+        "Reference divergence D (k3)",
+        f"D_i = exp(log π_ref {MINUS} log π_θ) {MINUS} (log π_ref {MINUS} log π_θ) {MINUS} 1",
+        "A per-answer estimate of how far the policy has drifted from the reference policy: never negative, "
+        "and 0 where the two agree.", filled="divergence"),
+    "Input": Known(
+        "Prompt features x", None,
+        "The prompt, written as a few numbers that all three policy copies read."),
+    "torch.sub": Known(
+        f"Per-sample objective L {MINUS} βD", f"L_i {MINUS} β·D_i",
+        "Each answer's capped push minus β times its drift penalty; training raises the average of these.",
+        filled="objective"),
+    "Output": Known(
+        "Loss", f"loss = {MINUS}J = {MINUS}(1/G) Σ_i (L_i {MINUS} β·D_i)",
+        "The one number training lowers: minus the average of the per-sample objectives."),
+}
+TOY_TEMPLATES = frozenset(k for k in TOY_GRPO if k.startswith("model::"))
+TOY_MODEL = "ToyGRPO"  # the owner in ids such as sub@ToyGRPO#0 (op@Owner#k)
+CALL_ID = re.compile(r"^(?P<op>[^@#]+)@(?P<owner>[^@#]+)#(?P<k>\d+)$")
+
+
+def _humanise(text: str) -> str:
+    """`old_policy` -> "Old policy", `sub@Block#2` -> "sub #2 in Block", `MyBlock` -> "My block"."""
+    call = CALL_ID.match(text)
+    if call:
+        return f"{call['op']} #{call['k']} in {call['owner']}"
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text).replace("_", " ").replace(".", " ").split()
+    if not words:
+        return f"“{text}”" if text.strip() else "unnamed node"
+    words = [words[0]] + [w.lower() if w[:1].isupper() and w[1:].islower() else w for w in words[1:]]
+    return " ".join(words)[:1].upper() + " ".join(words)[1:]
+
+
+def _template_entry(node: Node | None) -> Known | None:
+    if node is None or not node.metadata.module_template_id:
+        return None
+    template = node.metadata.module_template_id
+    instance = node.metadata.module_instance_id
+    return TOY_GRPO.get(f"{template}/{instance}") or TOY_GRPO.get(template)
+
+
+def _is_toy_graph(snapshot: Snapshot) -> bool:
+    return any(n.metadata.module_template_id in TOY_TEMPLATES for n in snapshot.nodes)
+
+
+def _known(snapshot: Snapshot, node: Node) -> tuple[Known | None, Known | None]:
+    """(the node's own table entry, its parent module's entry)."""
+    parent = snapshot.node_map.get(node.parent_id) if node.parent_id else None
+    own = _template_entry(node)
+    if own is None and node.parent_id is None and node.op in ("Input", "Output", "torch.sub"):
+        call = CALL_ID.match(node.node_id)
+        toy_call = call is not None and call["owner"] == TOY_MODEL
+        if (node.op == "torch.sub" and toy_call) or (node.op != "torch.sub" and _is_toy_graph(snapshot)):
+            own = TOY_GRPO[node.op]
+    return own, _template_entry(parent)
+
+
+def _int_param(node: Node, name: str) -> int | None:
+    value = node.params.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _generic(node: Node) -> NodeMeaning:
+    """A graph this module has no table for: name and sentence from the op and the id."""
+    described = node.metadata.layer_type.description if node.metadata.layer_type else None
+    if node.op == "Linear":
+        n_in, n_out = _int_param(node, "in_features"), _int_param(node, "out_features")
+        sizes = f" {n_in}→{n_out}" if n_in is not None and n_out is not None else ""
+        bias = node.params.get("bias", True) is not False
+        what = (f"each of its {n_out} outputs is a weighted sum of its {n_in} inputs" if sizes
+                else "each output is a weighted sum of the inputs")
+        return NodeMeaning(f"Linear{sizes}", "y = W x + b" if bias else "y = W x",
+                           f"A fully connected layer: {what}{' plus a bias' if bias else ''}.")
+    if node.op == "LogSoftmax":
+        return NodeMeaning("Log-softmax", f"y_c = x_c {MINUS} log Σ_k exp(x_k)",
+                           "Turns scores into log-probabilities: exponentiated, they sum to 1.")
+    if node.op == "Python":
+        return NodeMeaning(f"Python statement ({_humanise(node.node_id)})", None,
+                           "A source statement with no graph equivalent; the file keeps no source for it, "
+                           "and its shape is unknown until the model is traced.")
+    if node.op in ("Input", "Output"):
+        role = ("Where data enters the model: the layers after it read from it." if node.op == "Input"
+                else "What the model returns: the last value its forward pass computes.")
+        return NodeMeaning(f"{_humanise(node.node_id)} ({node.op.lower()})", None, role)
+    if node.is_module:
+        cls = (node.metadata.module_template_id or "").rsplit(":", 1)[-1]
+        name = _humanise(cls) if cls.strip() else _humanise(node.node_id)
+        count = len(node.members)
+        return NodeMeaning(name, None, f"A module of {count} layer{'s' if count != 1 else ''}, "
+                                       "drawn as one box until it is opened.")
+    return NodeMeaning(_humanise(node.node_id) if "@" in node.node_id else f"{node.op} ({_humanise(node.node_id)})",
+                       None, f"{described.rstrip('.')}." if described else f"A {node.op} operation.")
+
+
+def _member(node: Node, parent: Known) -> NodeMeaning | None:
+    """A layer inside one of ToyGRPO's modules, named after what the module makes of it."""
+    if node.op == "Linear" and parent.symbol:
+        return NodeMeaning(f"Logits of {parent.symbol}", "z = W x + b",
+                           "One raw score per answer, a weighted sum of the prompt features plus a bias; "
+                           "a higher score becomes a higher probability.")
+    if node.op == "LogSoftmax" and parent.symbol:
+        return NodeMeaning(f"Log-probabilities log {parent.symbol}",
+                           f"log {parent.symbol}(c|q) = log softmax(z)_c = z_c {MINUS} log Σ_k exp(z_k)",
+                           "The scores turned into log-probabilities of the four answers: exponentiated, "
+                           "they sum to 1.")
+    if node.op == "Python" and parent.statement:
+        module = parent.name[:1].lower() + parent.name[1:]
+        return NodeMeaning(f"The {parent.statement} expression", parent.formula,
+                           f"The one statement of the {module} module; the file keeps no source for it, "
+                           "so it shows the module's output.")
+    return None
+
+
+def node_meaning(snapshot: Snapshot, node_id: str) -> NodeMeaning:
+    node = snapshot.node_map.get(node_id)
+    if node is None:
+        return NodeMeaning(_humanise(node_id), None, "A node this graph does not describe.")
+    own, parent = _known(snapshot, node)
+    if own is not None:
+        return NodeMeaning(own.name, own.formula, own.summary)
+    if parent is not None:
+        member = _member(node, parent)
+        if member is not None:
+            return member
+    return _generic(node)
+
+
+def choice_label(prompt: ToyPrompt, choice: int) -> str:
+    """ "2 · readable correct": the choice and what it stands for in this prompt."""
+    return f"{choice} · {ROLE_LABELS[prompt.role(choice)]}"
+
+
+# ---------------------------------------------------------------- filled formulas
+
+# Where a sample's number lives when the sample dict lacks it: a (G,) node, or the
+# log-probability row of a policy, indexed by the sample's action.
+_NODE_OF = {"advantage": "advantages", "ratio": "ratio", "clipped": "clipped", "divergence": "divergence",
+            "objective": "sub@ToyGRPO#0"}
+_ROW_OF = {"logp": "policy.log_probabilities", "logp_old": "old_policy.log_probabilities",
+           "logp_ref": "reference_policy.log_probabilities"}
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _recorded(result: StepResult, i: int, key: str) -> float | None:
+    """Sample i's `key` as the engine recorded it, or None."""
+    sample = result.samples[i]
+    if key in sample:
+        return _number(sample[key])
+    record = result.nodes.get(_NODE_OF.get(key, ""))
+    if record is not None and isinstance(record.values, list) and i < len(record.values):
+        return _number(record.values[i])
+    record = result.nodes.get(_ROW_OF.get(key, ""))
+    action = sample.get("action")
+    if record is not None and isinstance(record.values, list) and record.values and isinstance(action, int):
+        row = record.values[0]
+        return _number(row[action]) if isinstance(row, list) and 0 <= action < len(row) else None
+    return None
+
+
+def _n(value: float) -> str:
+    return significant(value, 4)
+
+
+def _term(value: float) -> str:
+    """A number after a minus or a times sign: negative ones in parentheses."""
+    return f"({_n(value)})" if _n(value).startswith(MINUS) else _n(value)
+
+
+def _write(kind: str, i: int, v: dict[str, float], eps: str, beta: str) -> str | None:
+    k = str(i).translate(_SUBSCRIPTS)
+    if kind == "ratio":
+        return f"ρ{k} = exp({_n(v['logp'])} {MINUS} {_term(v['logp_old'])}) = {_n(v['ratio'])}"
+    if kind == "clipped":
+        rho, a = _n(v["ratio"]), _term(v["advantage"])
+        return (f"L{k} = min({rho} · {a}, clip({rho}, 1 {MINUS} {eps}, 1 + {eps}) · {a}) "
+                f"= {_n(v['clipped'])}")
+    if kind == "divergence":
+        delta = f"{_n(v['logp_ref'])} {MINUS} {_term(v['logp'])}"
+        return f"D{k} = exp({delta}) {MINUS} ({delta}) {MINUS} 1 = {_n(v['divergence'])}"
+    if kind == "objective":
+        return (f"L{k} {MINUS} β·D{k} = {_n(v['clipped'])} {MINUS} {beta} · {_term(v['divergence'])} "
+                f"= {_n(v['objective'])}")
+    return None
+
+
+_NEEDS = {"ratio": ("logp", "logp_old", "ratio"), "clipped": ("ratio", "advantage", "clipped"),
+          "divergence": ("logp_ref", "logp", "divergence"), "objective": ("clipped", "divergence", "objective")}
+
+
+def filled_formula(snapshot: Snapshot, node_id: str, result: StepResult, i: int) -> str | None:
+    """The node's formula with sample i's recorded numbers, e.g. "ρ₃ = exp(−1.204 − (−1.386)) = 1.200".
+
+    None when the node has no per-sample formula, takes no part in the shown step, or a
+    number it needs was not recorded."""
+    node = snapshot.node_map.get(node_id)
+    if node is None or result.kind != "grpo" or not 0 <= i < len(result.samples):
+        return None
+    own, parent = _known(snapshot, node)
+    entry = own if own is not None else (parent if parent is not None and node.op == "Python" else None)
+    record = result.nodes.get(node_id)
+    if entry is None or entry.filled is None or (record is not None and record.inactive_reason):
+        return None
+    values = {key: _recorded(result, i, key) for key in _NEEDS[entry.filled]}
+    present = {key: value for key, value in values.items() if value is not None}
+    if len(present) != len(values):
+        return None
+    return _write(entry.filled, i, present, param(result.params.clip_epsilon), param(result.params.beta))
