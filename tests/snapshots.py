@@ -46,3 +46,46 @@ def other_snapshot() -> dict:
     doc["collaboration"] = {"walkthrough": {"title": "Another <em>walkthrough</em>", "steps": steps},
                             "savedViews": [], "openingViewId": "first"}
     return doc
+
+
+# (step id, viewport w x h, camera x, y, z, selected, expanded): each saved camera is wrong
+# for the frame a browser has in its own way; the fit must still frame the selection.
+FRAMING_STEPS = [
+    ("tiny-viewport", (400, 250), (0, 0, 1.0), "far", []),            # far is 2,600 units right
+    ("huge-viewport", (2600, 1600), (-200, 900, 2.0), "top", []),     # camera points below everything
+    ("zoomed-in", (1100, 700), (-5000, -5000, 4.0), "mod.deep", ["mod"]),
+    ("tall", (300, 1400), (10, 10, 0.5), "mod", ["mod"]),
+]
+
+
+def framing_snapshot() -> dict:
+    """A view-only graph spread far apart, with steps whose cameras miss their selection."""
+    doc = other_snapshot()
+    layer_type = doc["document"]["semantic"]["nodes"][1]["metadata"]["layerType"]
+    nodes = [
+        {"node_id": "top", "kind": "input", "op": "Input", "params": {}, "metadata": {}},
+        {"node_id": "mod", "kind": "module", "op": "Module", "params": {},
+         "metadata": {"isGroup": True, "moduleMembers": ["mod.deep"], "layerType": layer_type}},
+        {"node_id": "mod.deep", "kind": "layer", "op": "Linear", "params": {"in_features": 2, "out_features": 2},
+         "metadata": {"parentId": "mod"}},
+        {"node_id": "far", "kind": "output", "op": "Output", "params": {}, "metadata": {}},
+    ]
+    edges = [
+        {"edge_id": "a", "source_node_id": "top", "target_node_id": "mod.deep"},
+        {"edge_id": "b", "source_node_id": "mod.deep", "target_node_id": "far"},
+    ]
+    positions = {"top": {"x": -300, "y": -400}, "mod": {"x": 900, "y": 500}, "mod.deep": {"x": 24, "y": 300},
+                 "far": {"x": 2600, "y": 80}}
+    doc["document"]["semantic"]["nodes"] = nodes
+    doc["document"]["semantic"]["edges"] = edges
+    doc["document"]["view"]["node_positions"] = positions
+    doc["document"]["view"]["collapsed_modules"] = ["mod"]
+    doc["collaboration"]["walkthrough"]["title"] = "Cameras that miss"
+    doc["collaboration"]["walkthrough"]["steps"] = [
+        {"id": sid, "title": sid, "note": f"Viewport {w} x {h}, camera ({x}, {y}, {z}).",
+         "view": {"camera": {"x": x, "y": y, "z": z}, "nodePositions": positions, "expandedModuleIds": expanded,
+                  "selectedNodeIds": [selected], "viewport": {"width": w, "height": h}}, "anchors": []}
+        for sid, (w, h), (x, y, z), selected, expanded in FRAMING_STEPS]
+    doc["collaboration"]["savedViews"] = []
+    doc["collaboration"]["openingViewId"] = FRAMING_STEPS[0][0]
+    return doc

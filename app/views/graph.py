@@ -12,9 +12,39 @@ from typing import Any
 
 from ..domain.snapshot import Node, Snapshot
 from .graph_layout import PADDING, DrawnEdge, ancestors, fold_edges, layout, visible_node_ids
+from .meaning import node_meaning
 from .numbers import coordinate as fmt
 
 DEFAULT_VIEWPORT = (1100.0, 700.0)
+
+
+LABEL_CHAR_PX = 7.6     # a 13px bold label character, on average (measured in Chromium: 7.2-7.8)
+
+
+@dataclass(frozen=True)
+class LabelLine:
+    text: str
+    squeeze: float | None     # textLength to fit the box, where the line would overrun it
+
+
+def wrap_label(text: str, room: float) -> tuple[LabelLine, ...]:
+    """A display name in one line if it fits `room` world units, else the two-line split with
+    the shorter longer line (breaking at a space, or after a hyphen when that is better); a
+    line that still overruns is squeezed (textLength) rather than cut."""
+    text = " ".join(text.split())
+    per_line = max(1, int(room // LABEL_CHAR_PX))
+    if len(text) <= per_line:
+        lines = [text]
+    else:
+        breaks = [(i, i + 1) for i, ch in enumerate(text) if ch == " "]
+        breaks += [(i + 1, i + 1) for i, ch in enumerate(text[:-1]) if ch == "-" and i > 0]
+        if breaks:
+            # a hyphen break costs half a character: a space reads better at equal length
+            end, start = min(breaks, key=lambda b: max(b[0], len(text) - b[1]) + (0.5 if b[0] == b[1] else 0))
+            lines = [text[:end], text[start:]]
+        else:
+            lines = [text]
+    return tuple(LabelLine(line, room if len(line) * LABEL_CHAR_PX > room else None) for line in lines)
 
 
 def shape_text(shape: Sequence[int] | None) -> str:
@@ -30,6 +60,7 @@ class DrawnNode:
     kind: str
     op: str
     label: str                # the node id: ids are the names people know (policy.logits)
+    display_name: str         # what a learner reads (views/meaning.py); the id stays in title and inspector
     x: float                  # absolute world box
     y: float
     width: float
@@ -51,6 +82,25 @@ class DrawnNode:
         if self.parent_id and self.label.startswith(prefix) and len(self.label) > len(prefix):
             return self.label[len(prefix):]
         return self.label
+
+    @property
+    def label_room(self) -> float:
+        """Width for text inside the box: less the ± where there is one."""
+        return self.width - (44 if self.has_toggle else 20)
+
+    @property
+    def label_lines(self) -> tuple[LabelLine, ...]:
+        return wrap_label(self.display_name, self.label_room)
+
+    @property
+    def id_squeeze(self) -> float | None:
+        """The raw id line (11px monospace, about 6.7 px a character) squeezed to the room."""
+        return self.label_room if len(self.short_label) * 6.7 > self.label_room else None
+
+    @property
+    def has_toggle(self) -> bool:
+        """Only a module with members can open: an empty one's ± would do nothing."""
+        return self.is_module and self.member_count > 0
 
     @property
     def is_container(self) -> bool:
@@ -82,6 +132,7 @@ class GraphView:
     viewport_width: float
     viewport_height: float
     bounds: tuple[float, float, float, float]  # min_x, min_y, max_x, max_y (world)
+    fit_all: bool = False     # the overview: the browser fits every box, not the saved camera
     _index: dict[str, DrawnNode] = field(init=False, repr=False, compare=False)
 
     # Templates receive only the view; these keep number formatting in one place.
@@ -143,7 +194,8 @@ def _camera(camera: Any, bounds: tuple[float, float, float, float],
 def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iterable[str], *,
                      camera: Any = None, viewport: tuple[float, float] | None = None,
                      positions: Mapping[str, Any] | None = None,
-                     shapes: Mapping[str, Sequence[int]] | None = None) -> GraphView:
+                     shapes: Mapping[str, Sequence[int]] | None = None,
+                     downward_edges: bool = False) -> GraphView:
     """The drawn graph of one view. Unknown ids in ``expanded``/``selected`` are ignored
     (the routes validate them); ``positions`` (a step's nodePositions) win over the
     document's; ``shapes`` (traced, per node id) feed the shape line and its warning."""
@@ -161,7 +213,8 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
         declared = _declared_shape(node)
         x, y, w, h = boxes[nid]
         drawn.append(DrawnNode(
-            id=nid, kind=node.kind, op=node.op, label=nid, x=x, y=y, width=w, height=h,
+            id=nid, kind=node.kind, op=node.op, label=nid, display_name=node_meaning(snapshot, nid).display_name,
+            x=x, y=y, width=w, height=h,
             is_module=node.is_module, expanded=nid in open_ids, member_count=len(node.members),
             parent_id=node.parent_id, depth=len(ancestors(snapshot, nid)), selected=nid in chosen,
             shape=traced, declared_shape=declared,
@@ -170,7 +223,7 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
     drawn.sort(key=lambda n: (0, n.depth) if n.is_container else (1, 0))
 
     containers = {n.id for n in drawn if n.is_container}
-    edges = fold_edges(snapshot, visible_set, containers, boxes)
+    edges = fold_edges(snapshot, visible_set, containers, boxes, downward=downward_edges)
     bounds = ((min(n.x for n in drawn), min(n.y for n in drawn),
                max(n.x + n.width for n in drawn), max(n.y + n.height for n in drawn))
               if drawn else (0.0, 0.0, 0.0, 0.0))

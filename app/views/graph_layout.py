@@ -160,8 +160,18 @@ def _edge_path(src: Box, dst: Box, obstacles: Iterable[Box]) -> str:
             f"{fmt(x2 - bend)} {fmt(y2 - lift)} {fmt(x2)} {fmt(y2)}")
 
 
+def _downward_path(src: Box, dst: Box) -> str:
+    """Top-to-bottom layers (the overview): bottom-middle of the source to top-middle of the
+    target, leaving and arriving vertically, so edges read as flowing down the layers."""
+    x1, y1 = src[0] + src[2] / 2, src[1] + src[3]
+    x2, y2 = dst[0] + dst[2] / 2, dst[1]
+    bend = max(abs(y2 - y1) / 2, GAP)
+    return (f"M{fmt(x1)} {fmt(y1)} C{fmt(x1)} {fmt(y1 + bend)} "
+            f"{fmt(x2)} {fmt(y2 - bend)} {fmt(x2)} {fmt(y2)}")
+
+
 def fold_edges(snapshot: Snapshot, visible: set[str], containers: set[str],
-                boxes: dict[str, Box]) -> list[DrawnEdge]:
+                boxes: dict[str, Box], downward: bool = False) -> list[DrawnEdge]:
     enclosing = {nid: set(ancestors(snapshot, nid)) for nid in visible}
     folded: dict[tuple[str, str], list[str]] = {}  # insertion order = first snapshot edge
     for edge in snapshot.edges:
@@ -189,6 +199,8 @@ def fold_edges(snapshot: Snapshot, visible: set[str], containers: set[str],
     def path(s: str, t: str) -> str:
         ends = {s, t} | enclosing[s] | enclosing[t]  # a container may hold an end
         obstacles = [box for nid, box in boxes.items() if nid not in ends]
+        if downward and boxes[t][1] >= boxes[s][1] + boxes[s][3]:
+            return _downward_path(boxes[s], boxes[t])
         return _edge_path(boxes[s], boxes[t], obstacles)
 
     return [DrawnEdge(id=f"{s}->{t}", source=s, target=t, path=path(s, t), edge_ids=tuple(ids))

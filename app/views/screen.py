@@ -5,7 +5,7 @@ read the finished Screen.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..domain.process_spec import ProcessCatalog
 from ..domain.snapshot import Snapshot, Step
@@ -17,6 +17,8 @@ from ..engine.select import step_for_view
 from .form import STAGE_PARAMS_NOTE, ParamForm
 from .graph import GraphView, build_graph_view
 from .inspector import InspectorView, build_inspector
+from .numbers import readout
+from .overview_layout import overview_positions
 from .process_panel import ProcessPanel, build_process_panel
 from .urls import URLS, params_query
 from .view_state import ViewState
@@ -34,7 +36,24 @@ class Screen:
     run_error: str | None
     form: ParamForm
     panel: ProcessPanel | None
+    annotations: dict[str, GraphAnnotation]
     stage_params_note: str = STAGE_PARAMS_NOTE
+
+    @property
+    def framed_ids(self) -> list[str]:
+        """What the fitted camera keeps whole in the frame (docs/design.md §2): the step's saved
+        selection and expanded modules, as drawn. Only the step's, so a copied URL gets the
+        same camera; a node selected since is panned into view on load instead."""
+        view = self.step.view
+        drawn = set(self.graph.node_ids)
+        return [n for n in dict.fromkeys([*view.selected_node_ids, *view.expanded_module_ids]) if n in drawn]
+
+    @property
+    def overview(self) -> bool:
+        return self.state.overview
+
+    def overview_toggle_url(self) -> str:
+        return self.url(self.state.toggling_overview())
 
     @property
     def step(self) -> Step:
@@ -90,6 +109,26 @@ class Screen:
         return URLS.tensors(self.state.walkthrough_id, q)
 
 
+@dataclass(frozen=True)
+class GraphAnnotation:
+    """A note drawn beside a node that is not itself a node of the snapshot."""
+    label: str    # short, on the graph
+    detail: str   # the full sentence, for the title and screen readers
+
+
+def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:
+    """The rewards enter GRPO outside the traced model: name them beside the node that takes
+    them (advantages), so the graph shows where the advantages come from."""
+    if result is None or result.kind != "grpo" or not result.samples or "advantages" not in result.nodes:
+        return {}
+    rewards = [s["reward"] for s in result.samples]
+    shown = ", ".join(readout(r) for r in rewards[:8]) + (", …" if len(rewards) > 8 else "")
+    return {"advantages": GraphAnnotation(
+        label=f"rewards r = {shown}",
+        detail=(f"The rewards of the {len(rewards)} completions "
+                f"({result.history.get('reward_rule', 'the reward rule')}) feed the advantages."))}
+
+
 def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None,
                  processes: ProcessCatalog | None = None) -> Screen:
     runnable = is_runnable(snapshot)
@@ -102,10 +141,16 @@ def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamF
     step = snapshot.step(state.step_id)
     shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
     selected = [state.node] if state.node else []
-    graph = build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera,
-                             viewport=(step.view.viewport.width, step.view.viewport.height),
-                             positions=step.view.node_positions or None, shapes=shapes)
+    viewport = (step.view.viewport.width, step.view.viewport.height)
+    if state.overview:  # every module closed, compact layers, camera fitted to the whole
+        graph = replace(build_graph_view(snapshot, (), selected, viewport=viewport,
+                                         positions=overview_positions(snapshot), shapes=shapes,
+                                         downward_edges=True), fit_all=True)
+    else:
+        graph = build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera, viewport=viewport,
+                                 positions=step.view.node_positions or None, shapes=shapes)
     inspector = build_inspector(snapshot, state.node, result, state.step_id) if state.node else None
     panel = build_process_panel(snapshot, state, processes) if processes is not None and runnable else None
     return Screen(snapshot, state, snapshot.step_index(state.step_id), graph, inspector, result,
-                  runnable, run_error, form or ParamForm.from_params(state.params), panel)
+                  runnable, run_error, form or ParamForm.from_params(state.params), panel,
+                  _annotations(result))

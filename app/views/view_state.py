@@ -14,6 +14,8 @@ from ..domain.snapshot import Snapshot
 from ..engine.params import GRPOParams
 from .urls import URLS, params_query
 
+OVERVIEW = "overview"  # the value of ?view= that shows the whole model
+
 
 class UnknownViewPart(LookupError):
     """A URL names a step, node or module the walkthrough does not have."""
@@ -28,12 +30,13 @@ class ViewState:
     params: GRPOParams
     process: str | None = None  # a training path whose stage the graph shows
     stage: str | None = None  # None = the process's last stage
+    overview: bool = False  # the whole model, collapsed, in a compact layout (docs/design.md §2)
 
     @classmethod
     def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
               expanded: str | None, node: str | None, params: GRPOParams,
               process: str | None = None, stage: str | None = None,
-              processes: ProcessCatalog | None = None) -> ViewState:
+              processes: ProcessCatalog | None = None, view: str | None = None) -> ViewState:
         try:
             step = snapshot.step(step_id)
         except KeyError:
@@ -63,7 +66,8 @@ class ViewState:
                 stage = None  # the default: one URL per view
         elif stage is not None:
             raise UnknownViewPart(f"Stage {stage!r} needs a training path (process=...).")
-        return cls(walkthrough_id, step_id, open_modules, selected, params, process, stage)
+        return cls(walkthrough_id, step_id, open_modules, selected, params, process, stage,
+                   overview=view == OVERVIEW)
 
     @classmethod
     def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState:
@@ -82,6 +86,8 @@ class ViewState:
             if self.stage:
                 q["stage"] = self.stage
         q.update(params_query(self.params))
+        if self.overview:
+            q["view"] = OVERVIEW
         return q
 
     def url(self, snapshot: Snapshot) -> str:
@@ -93,7 +99,11 @@ class ViewState:
         return replace(self, expanded=(*self.expanded, module_id))
 
     def selecting(self, node_id: str) -> ViewState:
-        return replace(self, node=node_id)
+        """Selecting a node leaves the overview: the node is inspected in the step's view."""
+        return replace(self, node=node_id, overview=False)
+
+    def toggling_overview(self) -> ViewState:
+        return replace(self, overview=not self.overview)
 
     def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState:
         """Another step opens at its own saved view; parameters and training path travel along."""

@@ -1,29 +1,76 @@
 // GRPO walkthrough: progressive enhancement over server-rendered HTML.
-// Everything works as plain links and forms; this adds htmx swaps, pan/zoom
-// (Panzoom 4.6.2, MIT), camera animation between steps, and keyboard use.
+// Everything works as plain links and forms; this adds htmx swaps, the fitted camera
+// (camera.js), pan/zoom (Panzoom 4.6.2, MIT), semantic zoom, edge tags at the frame's
+// edge, keyboard use, and keeping focus and the asked-for thing in view across swaps.
 (function () {
   "use strict";
 
   var reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
+  var WIDE = window.matchMedia("(min-width: 1200px)");   // app.css: graph and step side by side
   var panzoom = null;
-  var previous = { camera: null, step: null, focusId: null };
+  var base = null;          // the fitted camera (frame pixels) that pan/zoom starts from
+  var previous = { camera: null, step: null };
+  var intent = null;        // what the person asked for with the request in flight
 
-  function parseCamera(text) {
+  function parseNumbers(text) {
     var p = (text || "").split(",").map(Number);
-    return p.length === 3 && p.every(isFinite) ? { x: p[0], y: p[1], z: p[2] } : null;
+    return p.every(isFinite) ? p : null;
   }
 
   function cameraTransform(c) {
     return "translate(" + c.x + " " + c.y + ") scale(" + c.z + ")";
   }
 
-  // Tween the saved camera of the new step from where the old one was.
+  function rectBox(rect) {
+    return { x: +rect.getAttribute("x"), y: +rect.getAttribute("y"),
+             width: +rect.getAttribute("width"), height: +rect.getAttribute("height") };
+  }
+
+  // -- the camera ---------------------------------------------------------------------
+
+  // The frame's saved camera, fitted to the frame the browser has (camera.js). Sets the
+  // SVG's user units to frame pixels, so the camera transform alone places the graph.
+  function fitCamera() {
+    var frame = document.querySelector(".graph-frame");
+    var svg = document.getElementById("graph");
+    var g = document.getElementById("camera");
+    if (!frame || !svg || !g || !window.GRPOCamera) return null;
+    var size = { width: frame.clientWidth, height: frame.clientHeight };
+    if (!size.width || !size.height) return null;
+    svg.setAttribute("viewBox", "0 0 " + size.width + " " + size.height);
+    var camera;
+    if (svg.getAttribute("data-fit") === "all") {
+      var all = Array.prototype.map.call(svg.querySelectorAll(".node > .box, .node > .container-box"), rectBox);
+      camera = GRPOCamera.fitAll(all, size, 1.25);
+    } else {
+      var saved = parseNumbers(frame.getAttribute("data-camera"));
+      var viewport = parseNumbers(frame.getAttribute("data-viewport"));
+      var need = [];
+      JSON.parse(frame.getAttribute("data-framed") || "[]").forEach(function (id) {
+        var rect = svg.querySelector('[data-node-id="' + CSS.escape(id) + '"] > rect');
+        if (rect) need.push(rectBox(rect));
+      });
+      camera = GRPOCamera.fit({ x: saved[0], y: saved[1], z: saved[2] },
+                              { width: viewport[0], height: viewport[1] }, size, need);
+    }
+    frame.setAttribute("data-fitted", [camera.x, camera.y, camera.z].join(","));
+    return camera;
+  }
+
+  function setCamera(c) {
+    var g = document.getElementById("camera");
+    if (g && c) g.setAttribute("transform", cameraTransform(c));
+  }
+
+  // Tween from where the old step's camera was to the new step's fitted camera.
   function animateCamera(from, to) {
     var g = document.getElementById("camera");
-    if (!g || !from || !to || reducedMotion.matches) return;
-    if (from.x === to.x && from.y === to.y && from.z === to.z) return;
+    if (!g || !to) return;
+    if (!from || reducedMotion.matches || (from.x === to.x && from.y === to.y && from.z === to.z)) {
+      setCamera(to); afterMove(); return;
+    }
     var start = null, duration = 450;
-    g.setAttribute("transform", cameraTransform(from));
+    setCamera(from);
     // A data attribute, not a class: htmx's settle step resets the class of elements
     // with an id (#camera) 20 ms after the swap.
     g.setAttribute("data-moving", "true");
@@ -32,32 +79,118 @@
       var k = Math.min(1, (t - start) / duration);
       var e = k < 0.5 ? 2 * k * k : 1 - Math.pow(-2 * k + 2, 2) / 2; // ease-in-out
       if (k < 1) {
-        g.setAttribute("transform", cameraTransform({
-          x: from.x + (to.x - from.x) * e, y: from.y + (to.y - from.y) * e, z: from.z + (to.z - from.z) * e }));
+        setCamera({ x: from.x + (to.x - from.x) * e, y: from.y + (to.y - from.y) * e, z: from.z + (to.z - from.z) * e });
         requestAnimationFrame(frame);
       } else {
-        g.setAttribute("transform", cameraTransform(to)); // exactly the saved camera
+        setCamera(to);
         g.removeAttribute("data-moving");
+        afterMove();
       }
     }
     requestAnimationFrame(frame);
   }
 
+  // -- semantic zoom and edge tags -------------------------------------------------------
+
+  // Labels keep a readable size however far out the view is (up to 3x their world
+  // size); the op and shape lines hide when they would be too small to read.
+  function semanticZoom() {
+    var svg = document.getElementById("graph");
+    if (!svg || !base) return;
+    var k = base.z * (panzoom ? panzoom.getScale() : 1);
+    var labelPx = GRPOCamera.LABEL_PX * k;
+    var boost = labelPx < GRPOCamera.READABLE_PX ? Math.min(3, GRPOCamera.READABLE_PX / labelPx) : 1;
+    svg.style.setProperty("--label-boost", String(boost));
+    svg.classList.toggle("zoom-far", GRPOCamera.DETAIL_PX * k < 10.5);
+  }
+
+  // An edge with an end outside the frame fades, and a tag at the frame's edge names the
+  // node it goes to (or comes from), so a cut-off arc still says where it leads.
+  function edgeTags() {
+    var frame = document.querySelector(".graph-frame");
+    var layer = frame && frame.querySelector(".edge-tags");
+    if (!layer) return;
+    layer.textContent = "";
+    var f = frame.getBoundingClientRect(), seen = {}, placed = [];
+    // Nodes and notes in the frame are obstacles too: a tag must not hide a label.
+    frame.querySelectorAll(".graph .node > rect:first-of-type, .graph .annotation-text").forEach(function (el) {
+      var r = el.getBoundingClientRect();
+      if (el.closest(".container")  && el.classList.contains("container-box")) return;  // a frame, not a label
+      if (r.right > f.left && r.left < f.right && r.bottom > f.top && r.top < f.bottom)
+        placed.push({ left: r.left - f.left, top: r.top - f.top, w: r.width, h: r.height, obstacle: true });
+    });
+    function inside(p) { return p.x >= f.left && p.x <= f.right && p.y >= f.top && p.y <= f.bottom; }
+    function nodeIn(id) {
+      var n = document.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"]');
+      if (!n) return null;
+      var r = n.getBoundingClientRect();
+      return { el: n, visible: r.right > f.left && r.left < f.right && r.bottom > f.top && r.top < f.bottom };
+    }
+    document.querySelectorAll(".graph .edge").forEach(function (path) {
+      var s = nodeIn(path.getAttribute("data-source")), t = nodeIn(path.getAttribute("data-target"));
+      if (!s || !t) return;
+      var out = !s.visible ? s : (!t.visible ? t : null);
+      path.classList.toggle("offscreen", !s.visible || !t.visible);
+      if (!out || (!s.visible && !t.visible)) return;
+      // Walk the path from its visible end to the last point still inside the frame.
+      var m = path.getScreenCTM(), len = path.getTotalLength(), steps = 48, last = null;
+      for (var i = 0; i <= steps; i++) {
+        var at = (out === t ? i : steps - i) / steps * len;
+        var q = path.getPointAtLength(at);
+        var p = { x: m.a * q.x + m.c * q.y + m.e, y: m.b * q.x + m.d * q.y + m.f };
+        if (inside(p)) last = p; else if (last) break;
+      }
+      if (!last) return;
+      var id = out.el.getAttribute("data-node-id");
+      var key = id + (out === t ? ">" : "<");
+      if (seen[key]) return;
+      seen[key] = true;
+      var tag = document.createElement("span");
+      tag.className = "edge-tag";
+      tag.textContent = (out === t ? "→ " : "← ") + (out.el.getAttribute("data-display") || id);
+      layer.appendChild(tag);
+      var w = tag.offsetWidth, h = tag.offsetHeight;
+      var left = Math.max(2, Math.min(f.width - w - 2, last.x - f.left - w / 2));
+      var top = Math.max(2, Math.min(f.height - h - 2, last.y - f.top - h / 2));
+      // A tag that would cover a node, a note or another tag moves along the frame's edge
+      // (down in the top half, up in the bottom half) to the nearest free place.
+      var dir = top > f.height / 2 ? -1 : 1, start = top;
+      function hits(t) {
+        return placed.some(function (p) { return left < p.left + p.w && p.left < left + w && t < p.top + p.h && p.top < t + h; });
+      }
+      for (var tries = 0; tries < 40 && hits(top); tries++) top += dir * 6;
+      if (hits(top) || top < 0 || top + h > f.height) top = start;
+      placed.push({ left: left, top: top, w: w, h: h });
+      tag.style.left = left + "px";
+      tag.style.top = top + "px";
+    });
+  }
+
+  var moveQueued = false;
+  function afterMove() {
+    if (moveQueued) return;
+    moveQueued = true;
+    requestAnimationFrame(function () { moveQueued = false; semanticZoom(); edgeTags(); });
+  }
+
+  // -- pan and zoom ----------------------------------------------------------------------
+
   // start: {pan: {x, y}, scale} to begin where the user was (Panzoom applies its start
   // position in a timeout, so it cannot be set by a pan() call right after creation).
   function setupPanzoom(start) {
-    // With script, a node is one Tab stop (Enter activates it); its inner links
-    // are the no-script fallback and would triple the stops.
-    document.querySelectorAll(".graph a").forEach(function (a) { a.setAttribute("tabindex", "-1"); });
+    // With script, a node is one Tab stop (Enter selects it); its label link is the
+    // no-script fallback. A module's ± stays its own stop: it opens or closes the module.
+    document.querySelectorAll(".graph .node-link").forEach(function (a) { a.setAttribute("tabindex", "-1"); });
     var target = document.querySelector(".pan-target");
     if (!target || typeof Panzoom === "undefined") return;
     start = start && start.pan ? start : { pan: { x: 0, y: 0 }, scale: 1 };
-    panzoom = Panzoom(target, { maxScale: 8, minScale: 0.25, step: 0.2, cursor: "grab",
+    panzoom = Panzoom(target, { maxScale: 8, minScale: 0.2, step: 0.2, cursor: "grab",
                                 animate: !reducedMotion.matches, duration: 200,
                                 startX: start.pan.x, startY: start.pan.y, startScale: start.scale });
     target.parentElement.addEventListener("wheel", function (e) {
       if (!e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); panzoom.zoomWithWheel(e); }
     }, { passive: false });
+    target.addEventListener("panzoomchange", afterMove);
     var downAt = null;
     target.addEventListener("pointerdown", function (e) { downAt = { x: e.clientX, y: e.clientY }; });
     // A drag ends with a click on whatever is under the pointer: swallow it.
@@ -69,12 +202,22 @@
     }, true);
   }
 
-  function go(url) {
-    if (url) htmx.ajax("GET", url, { target: "#view", swap: "innerHTML" }).then(null, function () {});
+  // The graph of a fresh screen: fit the camera, bind pan/zoom, tags. A node selected
+  // beyond the step's own (a copied URL) is panned into the frame once it has landed.
+  function setupGraph(panStart, animateFrom) {
+    base = fitCamera();
+    setupPanzoom(panStart);
+    if (animateFrom) animateCamera(animateFrom, base); else { setCamera(base); afterMove(); }
+    var selected = document.querySelector(".graph .node.selected");
+    if (selected) setTimeout(function () { reveal(selected); }, 0);
   }
 
-  function activate(node) {
-    go(node.getAttribute("data-toggle-href") || node.getAttribute("data-href"));
+  // -- requests ----------------------------------------------------------------------------
+
+  function go(url, source, what) {
+    if (!url) return;
+    intent = what;
+    htmx.ajax("GET", url, { target: "#view", swap: "innerHTML", source: source }).then(null, function () {});
   }
 
   function inEditable(el) {
@@ -90,15 +233,20 @@
       if (a === "zoom-out") panzoom.zoomOut();
       return;
     }
+    // A module's ± opens or closes it; anywhere else on a node selects the node.
+    var toggle = e.target.closest(".graph .toggle-link");
     var node = e.target.closest(".graph [data-node-id]");
-    if (node) { e.preventDefault(); activate(node); }
+    if (toggle && node) { e.preventDefault(); go(node.getAttribute("data-toggle-href"), toggle, "toggle"); return; }
+    if (node) { e.preventDefault(); go(node.getAttribute("data-href"), node, "node"); }
   });
 
   document.addEventListener("keydown", function (e) {
     var t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     var node = t.closest && t.closest(".graph [data-node-id]");
-    if (node && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); activate(node); return; }
+    if (node && t === node && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault(); go(node.getAttribute("data-href"), node, "node"); return;
+    }
     if (t.getAttribute && t.getAttribute("role") === "button" && t.tagName === "A" && e.key === " ") {
       e.preventDefault(); t.click(); return;
     }
@@ -109,7 +257,12 @@
     }
     if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
       var link = document.getElementById(e.key === "ArrowLeft" ? "prev-step" : "next-step");
-      if (link) { e.preventDefault(); link.click(); }
+      if (link && link.hasAttribute("href")) { e.preventDefault(); link.click(); }
+      return;
+    }
+    if (e.key === "o" || e.key === "O") {
+      var ov = document.getElementById("overview-toggle");
+      if (ov) { e.preventDefault(); ov.click(); }
       return;
     }
     if (!panzoom) return;
@@ -118,14 +271,12 @@
     else if (e.key === "0") { e.preventDefault(); panzoom.reset(); }
   });
 
-  // Keyboard focus can land on a node outside the frame (a step's camera shows only part
-  // of the graph): pan it into view, so focus is never hidden. Only for keyboard focus
-  // (:focus-visible): moving a node under a pressed mouse would turn its click into a miss.
-  // The frame itself never scrolls; panning is the only way its content moves.
+  // Keyboard focus can land on a node outside the frame: pan it into view, so focus is
+  // never hidden. Only for keyboard focus (:focus-visible): moving a node under a pressed
+  // mouse would turn its click into a miss. The frame itself never scrolls.
   function reveal(node) {
     var frame = document.querySelector(".graph-frame");
     if (!frame || !panzoom || !node.isConnected) return;
-    // During a camera tween the node is still moving: measure once it has landed.
     if (document.querySelector("#camera[data-moving]")) { setTimeout(function () { reveal(node); }, 60); return; }
     frame.scrollLeft = 0; frame.scrollTop = 0;
     var f = frame.getBoundingClientRect(), r = node.getBoundingClientRect(), m = 16;
@@ -145,51 +296,126 @@
     if (node && node.matches(":focus-visible")) requestAnimationFrame(function () { reveal(node); });
   });
 
+  // -- keeping focus and the asked-for thing in view across a swap ----------------------
+
+  // How to find "the same control" in the new screen: its id, or the data attribute
+  // that names what it stands for (a node, a training path, a stage).
+  function focusKey(el) {
+    if (!el || el === document.body) return null;
+    var node = el.closest && el.closest(".graph [data-node-id]");
+    if (node) {
+      var sel = '.graph [data-node-id="' + CSS.escape(node.getAttribute("data-node-id")) + '"]';
+      return el.classList.contains("toggle-link") ? sel + " .toggle-link" : sel;
+    }
+    if (el.id) return "#" + CSS.escape(el.id);
+    var named = ["data-stage-id", "data-process-id", "data-sample"];
+    for (var i = 0; i < named.length; i++) {
+      var v = el.getAttribute && el.getAttribute(named[i]);
+      if (v !== null && v !== undefined) {
+        var scope = el.closest("nav, table, ul, ol, [id]");
+        return (scope && scope.id ? "#" + CSS.escape(scope.id) + " " : "") + el.tagName.toLowerCase()
+          + "[" + named[i] + '="' + CSS.escape(v) + '"]';
+      }
+    }
+    return null;
+  }
+
+  function intentOf(elt) {
+    if (!elt || !elt.closest) return "other";
+    if (elt.closest(".step-nav")) return "step";
+    if (elt.closest("#overview-toggle")) return "overview";
+    if (elt.closest(".graph")) return elt.closest(".toggle-link") ? "toggle" : "node";
+    if (elt.closest(".process-panel")) return elt.closest("[data-stage-id]") ? "stage" : "process";
+    if (elt.closest("#param-form")) return "form";
+    if (elt.closest(".inspector")) return "node";
+    return "other";
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    if (!intent) intent = intentOf(e.detail.elt);
+  });
+
   function remember() {
     var frame = document.querySelector(".graph-frame");
     var content = document.querySelector(".view-content");
-    var active = document.activeElement;
-    previous.camera = frame ? parseCamera(frame.getAttribute("data-camera")) : null;
+    previous.camera = frame ? parseNumbers(frame.getAttribute("data-fitted")) : null;
+    previous.camera = previous.camera ? { x: previous.camera[0], y: previous.camera[1], z: previous.camera[2] } : null;
     previous.step = content ? content.getAttribute("data-step-id") : null;
-    var focusedNode = active && active.closest ? active.closest("[data-node-id]") : null;
-    previous.focusId = focusedNode ? focusedNode.getAttribute("data-node-id") : null;
-    previous.focusFormField = active && active.closest && active.closest("#param-form") ? active.id : null;
+    previous.focus = focusKey(document.activeElement);
     previous.pan = panzoom ? { pan: panzoom.getPan(), scale: panzoom.getScale() } : null;
+    previous.base = base;
+  }
+
+  function inView(el) {
+    var r = el.getBoundingClientRect();
+    return r.top >= 0 && r.bottom <= window.innerHeight;
+  }
+
+  function bringIntoView(el) {
+    if (el && !inView(el)) el.scrollIntoView({ block: "start", behavior: reducedMotion.matches ? "auto" : "instant" });
   }
 
   function afterSwap(target) {
     var content = document.querySelector(".view-content");
     if (!content) return;
+    var what = intent || "other";
+    intent = null;
     if (target && target.id === "view") {
       var stepChanged = previous.step !== content.getAttribute("data-step-id");
       // Same step (a module opened, a node selected, parameters changed): keep the user's
-      // pan and zoom, or the module they just opened would jump back out of the frame.
-      setupPanzoom(stepChanged ? null : previous.pan);
-      var frame = document.querySelector(".graph-frame");
-      if (stepChanged) animateCamera(previous.camera, parseCamera(frame && frame.getAttribute("data-camera")));
+      // camera, pan and zoom, or the module they just opened would jump out of the frame.
+      if (stepChanged) setupGraph(null, previous.camera);
+      else {
+        base = previous.base || fitCamera();
+        var frame = document.querySelector(".graph-frame");
+        if (frame && base) frame.setAttribute("data-fitted", [base.x, base.y, base.z].join(","));
+        setupPanzoom(previous.pan);
+        setCamera(base);
+        afterMove();
+      }
       document.title = content.getAttribute("data-title") || document.title;
       var announcer = document.getElementById("announcer");
       var selected = document.querySelector("[data-node-title]");
       if (announcer) announcer.textContent = stepChanged ? content.getAttribute("data-announce")
         : (selected ? "Inspector: " + selected.getAttribute("data-node-title") : "");
-      // Keep the keyboard user's place in the graph across the swap.
-      if (previous.focusId) {
-        var again = document.querySelector('.graph [data-node-id="' + CSS.escape(previous.focusId) + '"]');
-        if (again) again.focus({ preventScroll: true });
+    }
+    // Focus stays on the control that was used; the thing asked for comes into view.
+    var again = previous.focus ? document.querySelector(previous.focus) : null;
+    var invalid = document.querySelector("#param-form [aria-invalid=true]");
+    if (invalid) again = invalid;
+    if (again) again.focus({ preventScroll: true });
+    var show = null;
+    if (what === "step") show = document.getElementById("step-panel");
+    else if (what === "stage") show = document.querySelector(".stage-card");
+    else if (what === "process") show = document.getElementById("process-title");
+    else if (what === "node" && !WIDE.matches) show = document.getElementById("inspector");
+    else if (what === "form") show = invalid || document.getElementById("param-form");
+    bringIntoView(show);
+    if (again && !inView(again) && what !== "node") bringIntoView(again);
+  }
+
+  // A figure that scrolls sideways inside itself (a phone: the training-path figures keep
+  // their natural size so their text stays >= 11px) must be reachable by keyboard, or its
+  // right part cannot be scrolled to without a pointer.
+  function scrollableFigures() {
+    document.querySelectorAll(".process-figure").forEach(function (fig) {
+      var scrolls = fig.scrollWidth > fig.clientWidth + 1;
+      if (scrolls && !fig.hasAttribute("tabindex")) {
+        var title = fig.querySelector("svg title, figcaption");
+        fig.setAttribute("tabindex", "0");
+        fig.setAttribute("role", "region");
+        fig.setAttribute("aria-label", (title ? title.textContent.trim().slice(0, 120) : "Figure") + " (scrolls sideways)");
+      } else if (!scrolls && fig.getAttribute("role") === "region") {
+        ["tabindex", "role", "aria-label"].forEach(function (a) { fig.removeAttribute(a); });
       }
-    }
-    if (previous.focusFormField) {
-      var field = document.getElementById(previous.focusFormField);
-      var invalid = document.querySelector("#param-form [aria-invalid=true]");
-      (invalid || field) && (invalid || field).focus();
-    }
+    });
   }
 
   // htmx keeps a copy of the page's HTML for Back/Forward. Panzoom's inline styles must
   // not go into it: restoring them as style attributes is refused by the CSP. Strip them
   // while htmx copies the page (synchronously, right after this event), then put them back.
   document.addEventListener("htmx:beforeHistorySave", function () {
-    var styled = Array.prototype.slice.call(document.querySelectorAll(".graph-frame[style], .pan-target[style]"));
+    var styled = Array.prototype.slice.call(document.querySelectorAll(".graph-frame [style], .graph-frame[style], .graph[style]"));
     var saved = styled.map(function (el) { return el.style.cssText; });
     styled.forEach(function (el) { el.removeAttribute("style"); });
     queueMicrotask(function () {
@@ -197,18 +423,28 @@
     });
   });
 
-  // Back/Forward put an earlier copy of the page back: bind pan/zoom to its elements and
-  // show the step's saved camera (the copy may have been taken in the middle of a tween).
+  // Back/Forward put an earlier copy of the page back: fit and bind it afresh.
   document.addEventListener("htmx:historyRestore", function () {
     var g = document.getElementById("camera");
-    var frame = document.querySelector(".graph-frame");
-    var camera = parseCamera(frame && frame.getAttribute("data-camera"));
-    if (g && camera) { g.setAttribute("transform", cameraTransform(camera)); g.removeAttribute("data-moving"); }
-    setupPanzoom();
+    if (g) g.removeAttribute("data-moving");
+    setupGraph();
+  });
+
+  // A new frame size (rotation, window resize): fit the step's camera to it again.
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      base = fitCamera();
+      setCamera(base);
+      if (panzoom) panzoom.reset({ animate: false });
+      afterMove();
+      scrollableFigures();
+    }, 120);
   });
 
   document.addEventListener("htmx:beforeSwap", remember);
-  document.addEventListener("htmx:afterSwap", function (e) { afterSwap(e.detail.target); });
-  reducedMotion.addEventListener && reducedMotion.addEventListener("change", setupPanzoom);
-  document.addEventListener("DOMContentLoaded", setupPanzoom);
+  document.addEventListener("htmx:afterSwap", function (e) { afterSwap(e.detail.target); scrollableFigures(); });
+  reducedMotion.addEventListener && reducedMotion.addEventListener("change", function () { setupPanzoom(); });
+  document.addEventListener("DOMContentLoaded", function () { setupGraph(); scrollableFigures(); });
 })();

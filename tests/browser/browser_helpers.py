@@ -77,14 +77,41 @@ def expect_step(page: Page, step: Step, *, announced: bool = True, query: str = 
     expect(page.locator("#step-title")).to_have_text(step.title)
     expect(page.locator(".step-count")).to_have_text(f"Step {step.index} of 4")
     expect(page).to_have_url(re.compile(re.escape(step.path + query) + "$"))
-    expect(page.locator("#camera")).to_have_attribute("transform", step.camera)
+    # The saved camera, fitted to this frame (static/js/camera.js), with the selection whole.
+    expect(page.locator("#camera")).to_have_attribute("transform", fitted_transform(page))
     expect(page.locator("#camera")).not_to_have_attribute("data-moving", "true")
+    expect_framed(page, [step.selected])
     selected = page.locator(".graph .node.selected")
     expect(selected).to_have_count(1)
     expect(selected).to_have_attribute("data-node-id", step.selected)
     expect(page.locator("[data-node-title]")).to_have_attribute("data-node-title", step.selected)
     if announced:
         expect(page.locator("#announcer")).to_have_text(f"Step {step.index} of 4: {step.title}")
+
+
+def fitted_transform(page: Page) -> str:
+    """The camera app.js fitted to the frame, as the transform it writes (JS number printing)."""
+    return page.evaluate("""() => {
+      const [x, y, z] = document.querySelector('.graph-frame').getAttribute('data-fitted').split(',').map(Number);
+      return 'translate(' + x + ' ' + y + ') scale(' + z + ')';
+    }""")
+
+
+def frame_gaps(page: Page, node_id: str) -> dict:
+    """Pixels between the node's box and each edge of the graph frame (negative: cut off)."""
+    return page.evaluate("""id => {
+      const f = document.querySelector('.graph-frame').getBoundingClientRect();
+      const el = document.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"] > rect');
+      const r = el.getBoundingClientRect();
+      return {left: r.left - f.left, top: r.top - f.top, right: f.right - r.right, bottom: f.bottom - r.bottom};
+    }""", node_id)
+
+
+def expect_framed(page: Page, node_ids, margin: float = 6.0) -> None:
+    """Each node's box is whole inside the graph frame, at least `margin` px from every edge."""
+    for node_id in node_ids:
+        gaps = frame_gaps(page, node_id)
+        assert min(gaps.values()) >= margin, (node_id, gaps)
 
 
 def numbers(page: Page, selector: str) -> list[float]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, expect, sync_playwright
-from snapshots import SEED_PATH, other_snapshot
+from snapshots import SEED_PATH, framing_snapshot, other_snapshot
 
 from app.web.factory import create_app
 from app.web.settings import Settings
@@ -51,10 +51,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def walkthroughs_dir(tmp_path_factory) -> Path:
-    """The embedded toy_grpo export plus a second, view-only snapshot with hostile text."""
+    """The embedded toy_grpo export, a view-only snapshot with hostile text, and one whose
+    saved cameras and viewports are far from what any frame here has (camera fitting)."""
     folder = tmp_path_factory.mktemp("walkthroughs")
     shutil.copy(SEED_PATH, folder / SEED_PATH.name)
     (folder / "other.json").write_text(json.dumps(other_snapshot()))
+    (folder / "framing.json").write_text(json.dumps(framing_snapshot()))
     return folder
 
 
@@ -120,7 +122,8 @@ def make_context(browser, base_url, problems):
     contexts: list[BrowserContext] = []
 
     def make(**kwargs) -> BrowserContext:
-        ctx = browser.new_context(base_url=base_url, viewport=VIEWPORT, **kwargs)
+        kwargs.setdefault("viewport", VIEWPORT)
+        ctx = browser.new_context(base_url=base_url, **kwargs)
         ctx.set_default_timeout(10_000)
         ctx.add_init_script(CSP_LISTENER)
         ctx.on("page", problems.watch)

@@ -44,6 +44,19 @@ def test_axe_finds_no_serious_violations(page, axe, problems):
     assert not any(blocking.values()), "\n\n".join(f"{url}\n{describe(vs)}" for url, vs in blocking.items() if vs)
 
 
+@pytest.mark.parametrize("width, height", [(390, 844), (1280, 720)])
+def test_axe_on_every_step_and_the_overview_at_phone_and_laptop_sizes(make_context, axe, width, height):
+    page = make_context(viewport={"width": width, "height": height}).new_page()
+    blocking = {}
+    for url in [step.path for step in STEPS] + [STEPS[2].path + "?view=overview", STEPS[2].path + "?process=r1"]:
+        page.goto(url)
+        wait_settled(page)
+        violations = [v for v in axe.run(page).response["violations"] if v["impact"] in BLOCKING]
+        if violations:
+            blocking[url] = violations
+    assert not blocking, "\n\n".join(f"{url}\n{describe(vs)}" for url, vs in blocking.items())
+
+
 def test_every_control_has_an_accessible_name(page):
     for url in (STEPS[2].path, "/walkthroughs/toy_grpo/steps/policy?node=policy.log_probabilities",
                 "/walkthroughs/other/steps/second"):
@@ -90,9 +103,14 @@ def test_keyboard_focus_is_always_visible(page):
     assert {"A", "BUTTON", "g", "INPUT"} <= kinds, kinds
     nodes = [s for s in seen if s["tag"] == "g"]
     assert len(nodes) >= 8 and all(s["outline"] and s["stroke"] for s in nodes), nodes
-    # the skip link comes first and moves focus to the walkthrough
-    page.locator("body").focus()
+    # the skip link comes first and moves focus to the step panel, whose Next follows at once
+    page.goto(STEPS[2].path)
+    wait_settled(page)
     page.keyboard.press("Tab")
-    skip = page.get_by_role("link", name="Skip to the walkthrough")
+    skip = page.get_by_role("link", name="Skip to the step")
     expect(skip).to_be_focused()
     expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
+    expect(page.locator("#step-panel")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.locator("#prev-step")).to_be_focused()

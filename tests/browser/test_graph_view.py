@@ -22,7 +22,7 @@ def test_expand_and_collapse_a_module_with_the_toggle(page, shot):
     for m in members:
         expect(m).to_have_count(0)
     toggle = node(page, "policy").locator(".toggle-link")
-    expect(toggle).to_have_accessible_name("Expand policy")
+    expect(toggle).to_have_accessible_name("Expand Policy π_θ")
     pan_into_view(page, node(page, "policy"))   # the step's camera shows advantages, not policy
     toggle.click()
     for m in members:
@@ -37,7 +37,13 @@ def test_expand_and_collapse_a_module_with_the_toggle(page, shot):
 
     # the swap kept the user's pan: the opened module's toggle is still in the frame
     assert inside_frame(page, node(page, "policy").locator(".toggle-hit")), pan_style(page)
-    expect(node(page, "policy").locator(".toggle-link")).to_have_accessible_name("Collapse policy")
+    expect(node(page, "policy").locator(".toggle-link")).to_have_accessible_name("Collapse Policy π_θ")
+    # a click on a module's body selects it and leaves it as it was
+    node(page, "policy.logits").locator(".op").click()
+    expect(inspector.locator("[data-node-title]")).to_have_attribute("data-node-title", "policy.logits")
+    node(page, "policy").locator(".op").first.click()
+    expect(inspector.locator("[data-node-title]")).to_have_attribute("data-node-title", "policy")
+    expect(node(page, "policy")).to_have_class(re.compile(r"\bexpanded\b"))
     node(page, "policy").locator(".toggle-link").click()
     for m in members:
         expect(m).to_have_count(0)
@@ -46,7 +52,7 @@ def test_expand_and_collapse_a_module_with_the_toggle(page, shot):
     expect(page.locator("#step-title")).to_have_text(BY_ID["advantages"].title)
 
 
-def test_enter_on_a_focused_module_expands_it_and_keeps_focus(page):
+def test_enter_selects_a_module_its_toggle_opens_it_and_focus_stays(page):
     page.goto(BY_ID["advantages"].path)
     wait_settled(page)
     ratio = node(page, "ratio")
@@ -66,12 +72,17 @@ def test_enter_on_a_focused_module_expands_it_and_keeps_focus(page):
     page.wait_for_function("el => !el.closest('.graph-frame').querySelector('.pan-target')"
                            ".style.transform.includes('translate(0px, 0px)')", arg=inp.element_handle())
     assert inside_frame(page, inp), (inp.bounding_box(), page.locator(".graph-frame").bounding_box())
+    # Enter on a module selects it (it stays closed); Enter on its ± opens it
     ratio.focus()
     expect(ratio).to_be_focused()
     page.keyboard.press("Enter")
-    expect(node(page, "python@ratio#0")).to_be_visible()
-    expect(node(page, "ratio")).to_be_focused()
     expect(page.locator("[data-node-title]")).to_have_attribute("data-node-title", "ratio")
+    expect(node(page, "ratio")).to_be_focused()
+    expect(node(page, "python@ratio#0")).to_have_count(0)
+    node(page, "ratio").locator(".toggle-link").focus()
+    page.keyboard.press("Enter")
+    expect(node(page, "python@ratio#0")).to_be_visible()
+    expect(node(page, "ratio").locator(".toggle-link")).to_be_focused()
     assert "ratio" in query(page)["expanded"][0].split(",")
     # Space works like Enter, and the member can be selected from the keyboard too
     node(page, "python@ratio#0").focus()

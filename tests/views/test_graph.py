@@ -330,7 +330,10 @@ def test_template_node_details(seed, env):
     logits = by_id["policy.logits"]
     assert "selected" in logits.get("class").split() and logits.get("aria-current") == "true"
     assert all("aria-current" not in g.attrib for g in by_id.values() if g is not logits)
-    assert logits.get("aria-label") == "policy.logits: Linear, shape (1, 4), selected"
+    assert logits.get("aria-label") == "Logits of π_θ (policy.logits): Linear, shape (1, 4), selected"
+    # the display name is the label; the raw id (less its module's prefix) is the line under it
+    assert "".join(logits.find(f"{SVG}a").itertext()).strip() == "Logits of π_θ"
+    assert [t.text for t in logits.iter(f"{SVG}text") if "node-id" in (t.get("class") or "")] == ["logits"]
     assert [t.text for t in logits.iter(f"{SVG}text") if t.get("class") == "shape"] == ["(1, 4)"]
     link = logits.find(f"{SVG}a")
     assert link.get("class") == "node-link" and link.get("href") == "/w?node=policy.logits"
@@ -341,13 +344,15 @@ def test_template_node_details(seed, env):
     assert policy.get("data-toggle-href") == "/w?toggle=policy&x=1"  # '&' escaped in the markup
     assert "/w?toggle=policy&amp;x=1" in html
     toggle = next(a for a in policy.iter(f"{SVG}a") if a.get("class") == "toggle-link")
-    assert toggle.get("aria-label") == "Collapse policy"
+    assert toggle.get("aria-label") == "Collapse Policy π_θ"
     assert [t.text for t in toggle.iter(f"{SVG}text")] == ["−"]
     assert policy.find(f"{SVG}rect").get("class") == "container-box"
-    assert policy.get("aria-label") == "policy: Module, 2 members, expanded"
+    assert policy.get("aria-label") == "Policy π_θ (policy): Module, 2 members, expanded"
     ratio = by_id["ratio"]
-    assert next(a for a in ratio.iter(f"{SVG}a") if a.get("class") == "toggle-link").get("aria-label") == "Expand ratio"
-    assert "Module · 1 member" in html and "Module · 2 members" in html
+    assert next(a for a in ratio.iter(f"{SVG}a") if a.get("class") == "toggle-link").get("aria-label") == "Expand Policy ratio ρ"
+    assert "1 member" in html and "2 members" in html
+    # a module without members has no ±: it could not open
+    assert not [a for a in by_id["advantages"].iter(f"{SVG}a") if a.get("class") == "toggle-link"]
 
     assert "inactive" in by_id["old_policy"].get("class").split()
     warned = by_id["input"]

@@ -76,7 +76,7 @@ def step_page(request: Request, walkthrough_id: str, step_id: str, cat: CatalogD
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=request.query_params.get("expanded"),
                                 node=request.query_params.get("node"), params=params,
                                 process=request.query_params.get("process"), stage=request.query_params.get("stage"),
-                                processes=processes)
+                                processes=processes, view=request.query_params.get("view"))
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_screen(snapshot, state, dev, invalid_form, processes)
