@@ -5,6 +5,7 @@ step's title is on screen, the selected node is whole inside the graph frame, an
 scrolls sideways. Screenshots of every step and of the overview at four sizes land in
 test-output/screenshots/ (looked at by a person; see the issue notes).
 """
+import itertools
 import random
 
 import pytest
@@ -274,3 +275,47 @@ def test_next_is_among_the_first_tab_stops_and_keys_are_shown(make_context):
     expect(hint).to_contain_text("←")
     expect(hint).to_contain_text("→")
     expect(hint).to_contain_text("overview")
+
+
+EDGE_ENDS = """() => {
+  const f = document.querySelector('.graph-frame').getBoundingClientRect();
+  const out = n => { const r = n.querySelector(':scope > rect').getBoundingClientRect();
+                     return r.right <= f.left || r.left >= f.right || r.bottom <= f.top || r.top >= f.bottom; };
+  const whole = n => { const r = n.querySelector(':scope > rect').getBoundingClientRect();
+                       return r.left >= f.left && r.right <= f.right && r.top >= f.top && r.bottom <= f.bottom; };
+  const byId = id => document.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"]');
+  return Array.from(document.querySelectorAll('.graph .edge')).map(e => ({
+    faded: e.classList.contains('offscreen'),
+    source: byId(e.dataset.source).dataset.display, target: byId(e.dataset.target).dataset.display,
+    sourceOut: out(byId(e.dataset.source)), targetOut: out(byId(e.dataset.target)),
+    sourceWhole: whole(byId(e.dataset.source)), targetWhole: whole(byId(e.dataset.target)) }));
+}"""
+
+
+def test_edges_leaving_the_frame_fade_and_name_their_far_end(make_context):
+    page = open_at(make_context, "laptop", STEPS[2].path)
+    edges = page.evaluate(EDGE_ENDS)
+    assert any(e["sourceOut"] != e["targetOut"] for e in edges)       # the clip step cuts some
+    for e in edges:
+        assert e["faded"] == (e["sourceOut"] or e["targetOut"]), e
+    tags = page.locator(".edge-tags .edge-tag").all_inner_texts()
+    possible = {f"→ {e['target']}" for e in edges if e["targetOut"] and not e["sourceOut"]} | \
+               {f"← {e['source']}" for e in edges if e["sourceOut"] and not e["targetOut"]}
+    # an edge whose near end is whole in the frame is visible there, so it must be tagged;
+    # one whose visible end is cut may run wholly outside the frame and have no tag
+    needed = {f"→ {e['target']}" for e in edges if e["targetOut"] and e["sourceWhole"]} | \
+             {f"← {e['source']}" for e in edges if e["sourceOut"] and e["targetWhole"]}
+    assert needed and needed <= set(tags) <= possible, (tags, needed, possible)
+    # tags stay inside the frame and do not cover each other
+    frame = page.locator(".graph-frame").bounding_box()
+    boxes = [b for b in (t.bounding_box() for t in page.locator(".edge-tag").all())]
+    for b in boxes:
+        assert frame["x"] <= b["x"] and b["x"] + b["width"] <= frame["x"] + frame["width"] + 0.5
+    for a, b in itertools.combinations(boxes, 2):
+        assert a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or \
+            a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"], (a, b)
+    # a pan that brings a far end into the frame updates the tags
+    page.get_by_role("button", name="Zoom out").click()
+    page.get_by_role("button", name="Zoom out").click()
+    page.wait_for_timeout(400)
+    assert page.locator(".edge-tag").count() != len(tags) or page.evaluate(EDGE_ENDS) != edges

@@ -94,6 +94,20 @@ def test_non_canonical_urls_redirect_to_the_canonical_one(client):
     assert client.get("/walkthroughs/toy_grpo").headers["location"] == "/walkthroughs/toy_grpo/steps/advantages"
 
 
+@pytest.mark.parametrize("query, canonical", [
+    ("clip_eps=0.9", ""),                                   # misspelled: not run, and dropped
+    ("clip_eps=0.9&clip_epsilon=0.3", "?clip_epsilon=0.3"),  # the known one stays
+    ("view=overveiw", ""),                                  # an unknown view is not the overview
+])
+def test_a_page_never_runs_other_numbers_than_its_url_says(client, query, canonical):
+    """Pages may ignore an unknown parameter, but then the URL must not keep it: the browser is
+    sent to the URL of what actually runs (the API refuses it instead: tests/web/test_api_docs.py)."""
+    r = client.get(f"/walkthroughs/toy_grpo/steps/clip?{query}")
+    assert r.status_code == 303 and r.headers["location"] == "/walkthroughs/toy_grpo/steps/clip" + canonical
+    page = soup(client.get(r.headers["location"]))
+    assert page.select_one("#p-clip_epsilon")["value"] == ("0.3" if canonical else "0.2")
+
+
 @pytest.mark.parametrize("url, text", [
     ("/walkthroughs/toy_grpo/steps/nope", "no step 'nope'"),
     ("/walkthroughs/toy_grpo/steps/clip?node=nope", "no node 'nope'"),
