@@ -35,8 +35,9 @@ def swappable_client(tmp_path_factory):
 
 
 # "<source>: <path>: <message>", the path being "$" or a JSON path such as
-# document.semantic.nodes[3].metadata.parentId or document.view.node_positions["python@ratio#0"].x
-PATH_RE = re.compile(r'^(\$|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*)$')
+# document.semantic.nodes[3].metadata.parentId or document.view.node_positions["python@ratio#0"].x;
+# a top-level key that is not an identifier follows a "$": $["\ud800"]
+PATH_RE = re.compile(r'^(\$|(?:[A-Za-z_][A-Za-z0-9_]*|\$(?=\[))(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*)$')
 
 
 def fuzz_settings(n: int):
@@ -150,6 +151,45 @@ def with_raw(fragment_at: str, deep_json: str) -> str:
         anchor["context"] = json.dumps(context)
         return json.dumps(doc)
     return json.dumps(doc).replace(json.dumps(marker), deep_json)
+
+
+def raw_with_literal(path: tuple, literal: str) -> str:
+    """The seed's JSON text with a raw JSON literal at ``path``: what json.dumps cannot write
+    (NaN is allowed by it, but not 5,000 digits or a lone surrogate escape)."""
+    doc = copy.deepcopy(SEED)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = "__LITERAL__"
+    return json.dumps(doc).replace('"__LITERAL__"', literal)
+
+
+_STEP = ("collaboration", "walkthrough", "steps", 2)
+# name: (JSON text, the field its refusal names); each was a 500 (or a stuck start-up) once
+ODD_VALUES = {
+    "big_int": (raw_with_literal(("document", "semantic", "nodes", 1, "params", "n"), "9" * 5000),
+                "document.semantic.nodes[1].params.n"),
+    "surrogate_title": (raw_with_literal(("collaboration", "walkthrough", "title"), '"GRPO \\ud800"'),
+                        "collaboration.walkthrough.title"),
+    "surrogate_key": (json.dumps({**SEED, "\udc00": 1}), '$["\\udc00"]'),
+    "far_position": (raw_with_literal(("document", "view", "node_positions", "input", "x"), "1e308"),
+                     "document.view.node_positions.input.x"),
+    "far_camera": (raw_with_literal((*_STEP, "view", "camera", "x"), "-1e308"),
+                   "collaboration.walkthrough.steps[2].view.camera.x"),
+    "nan_param": (raw_with_literal(("document", "semantic", "nodes", 1, "params", "n"), "NaN"),
+                  "document.semantic.nodes[1].params.n"),
+    "infinite_zoom": (raw_with_literal((*_STEP, "view", "camera", "z"), "Infinity"),
+                      "collaboration.walkthrough.steps[2].view.camera.z"),
+    "huge_viewport": (raw_with_literal((*_STEP, "view", "viewport", "width"), "1e300"),
+                      "collaboration.walkthrough.steps[2].view.viewport.width"),
+    # GET /walkthroughs/x redirected to /walkthroughs/x/steps/.., which clients resolve to /walkthroughs/x
+    "dot_dot_step": (json.dumps({**SEED, "collaboration": {
+        **SEED["collaboration"], "openingViewId": "..",
+        "walkthrough": {**SEED["collaboration"]["walkthrough"], "steps": [
+            {**step, "id": ".."} if i == 1 else step
+            for i, step in enumerate(SEED["collaboration"]["walkthrough"]["steps"])]}}}),
+        "collaboration.walkthrough.steps[1].id"),
+}
 
 
 TRAVERSAL = ["../../../../etc/passwd", "/etc/passwd", "..\\..\\boot.ini", "C:\\Windows\\win.ini",

@@ -7,10 +7,13 @@ so the app can list it honestly ("could not load: <field>: <why>").
 from __future__ import annotations
 
 import logging
+import os
 import pathlib
+import stat
 from dataclasses import dataclass
 
 from .snapshot import Snapshot, SnapshotError, load_snapshot
+from .snapshot.models import UNLINKABLE_IDS
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +54,16 @@ class Catalog:
             # A missing walkthroughs folder should give an empty app, not a crash.
             log.warning("walkthrough directory %s does not exist; catalog is empty", directory)
             return cls()
+        try:
+            files = sorted(directory.glob("*.json"))
+        except OSError as exc:  # e.g. a folder that may not be listed
+            log.warning("cannot list walkthrough directory %s (%s); catalog is empty", directory, exc)
+            return cls()
         entries: list[CatalogEntry] = []
         seen: dict[str, str] = {}
-        for file in sorted(p for p in directory.glob("*.json") if p.is_file()):
+        # Every *.json entry is listed: a dangling link or a folder is an error to show,
+        # not a file that silently is not there.
+        for file in files:
             entry = _load_one(file)
             if entry.id in seen:
                 entry = CatalogEntry(entry.id, entry.source, None,
@@ -89,13 +99,44 @@ class Catalog:
         return next((e.id for e in self._entries if e.ok), None)
 
 
-def _load_one(file: pathlib.Path) -> CatalogEntry:
-    walkthrough_id = walkthrough_id_from_filename(file.name)
+def _printable(name: str) -> str:
+    """A file name as text a page can hold: bytes that are not UTF-8 (kept by Python as
+    lone surrogates) become U+FFFD."""
+    return os.fsencode(name).decode("utf-8", errors="replace")
+
+
+def _unreadable(file: pathlib.Path) -> str | None:
+    """Why ``file`` cannot be a walkthrough before it is opened, or None.
+
+    Only regular files are read: a FIFO or a device would block start-up or never end."""
+    if _printable(file.name) != file.name:
+        return "the file name is not valid UTF-8"
     try:
-        return CatalogEntry(walkthrough_id, file.name, load_snapshot(file), None)
+        mode = file.stat().st_mode  # follows links
+    except FileNotFoundError:
+        return "a symbolic link to nothing" if file.is_symlink() else "the file vanished"
+    except OSError as exc:
+        return f"cannot read file ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    return None
+
+
+def _load_one(file: pathlib.Path) -> CatalogEntry:
+    name = _printable(file.name)
+    walkthrough_id = walkthrough_id_from_filename(name)
+    try:
+        if (why := _unreadable(file)) is not None:
+            error = f"{name}: $: {why}"
+        elif walkthrough_id in UNLINKABLE_IDS:  # "..json" would be /walkthroughs/. (see models)
+            error = f"{name}: $: the walkthrough id {walkthrough_id!r} cannot be a URL path segment; rename the file"
+        else:
+            return CatalogEntry(walkthrough_id, name, load_snapshot(file), None)
     except SnapshotError as exc:
         error = str(exc)
     except OSError as exc:
-        error = f"{file.name}: $: cannot read file ({exc.strerror or exc})"
+        error = f"{name}: $: cannot read file ({exc.strerror or exc})"
     log.warning("could not load walkthrough: %s", error)
-    return CatalogEntry(walkthrough_id, file.name, None, error)
+    return CatalogEntry(walkthrough_id, name, None, error)

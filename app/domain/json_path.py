@@ -15,14 +15,14 @@ def render_loc(loc: Iterable[int | str]) -> str:
     """pydantic's loc tuple as a path; "" for the document itself.
 
     Keys that are not identifiers (node ids such as 'python@ratio#0') are quoted, so they
-    cannot read as path syntax.
+    cannot read as path syntax; one at the top level follows a "$" (`$["a b"]`, `$[0]`).
     """
     out = ""
     for part in loc:
         if isinstance(part, int):
-            out += f"[{part}]"
+            out += f"{'' if out else '$'}[{part}]"
         elif _PLAIN_KEY.match(part):
             out += f".{part}" if out else part
         else:
-            out += f"[{json.dumps(part)}]"
+            out += f"{'' if out else '$'}[{json.dumps(part)}]"
     return out

@@ -123,17 +123,35 @@ def layout(snapshot: Snapshot, visible: list[str], open_ids: set[str],
 
 # -- edges ------------------------------------------------------------------------
 
+def _clip(a: tuple[float, float], b: tuple[float, float], box: Box) -> tuple[float, float] | None:
+    """Liang-Barsky: the part [t0, t1] of segment a-b (a + t(b - a), 0 <= t <= 1) inside the
+    closed ``box``, or None when they do not meet. Constant work, whatever the coordinates."""
+    x, y, w, h = box
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    t0, t1 = 0.0, 1.0
+    # p * t <= q for each side: left, right, top, bottom
+    for p, q in ((-dx, a[0] - x), (dx, x + w - a[0]), (-dy, a[1] - y), (dy, y + h - a[1])):
+        if p == 0:
+            if q < 0:  # parallel to this side and outside it
+                return None
+        elif p < 0:
+            t0 = max(t0, q / p)
+        else:
+            t1 = min(t1, q / p)
+        if t0 > t1:
+            return None
+    return t0, t1
+
+
 def _crosses(a: tuple[float, float], b: tuple[float, float], boxes: Iterable[Box]) -> bool:
-    """Whether the straight segment a-b runs through any of ``boxes``, sampled every
-    ~20 units (well under a box's 60-unit height)."""
-    lo_x, hi_x, lo_y, hi_y = min(a[0], b[0]), max(a[0], b[0]), min(a[1], b[1]), max(a[1], b[1])
-    near = [(x, y, w, h) for x, y, w, h in boxes
-            if x <= hi_x and lo_x <= x + w and y <= hi_y and lo_y <= y + h]
-    if not near:
-        return False
-    n = max(8, int(max(hi_x - lo_x, hi_y - lo_y) / 20))
-    points = [(a[0] + (b[0] - a[0]) * i / n, a[1] + (b[1] - a[1]) * i / n) for i in range(1, n)]
-    return any(x <= px <= x + w and y <= py <= y + h for x, y, w, h in near for px, py in points)
+    """Whether the straight segment a-b runs through any of ``boxes`` between its ends (an
+    end may touch a box's edge: it sits on the box the edge joins). Exact, and O(boxes):
+    sampling along the segment cost time and memory in proportion to its length."""
+    for box in boxes:
+        part = _clip(a, b, box)
+        if part is not None and part[1] > 0 and part[0] < 1:
+            return True
+    return False
 
 
 def _edge_path(src: Box, dst: Box, obstacles: Iterable[Box]) -> str:

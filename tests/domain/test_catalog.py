@@ -108,3 +108,49 @@ def test_entry_is_frozen():
     entry = CatalogEntry("x", "x.json", None, "x.json: $: bad")
     with pytest.raises(AttributeError):
         entry.id = "y"  # type: ignore[misc]
+
+
+# -- things in the folder that are not readable walkthrough files ------------------
+
+def test_odd_entries_in_the_folder_are_listed_with_their_error(tmp_path, caplog):
+    import os
+
+    shutil.copy(SEED_PATH, tmp_path / "toy_grpo.tensorviz.json")
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    (tmp_path / "folder.json").mkdir()
+    (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
+    (tmp_path / "linked.json").symlink_to(tmp_path / "toy_grpo.tensorviz.json")  # a good link loads
+    os.mkfifo(tmp_path / "pipe.json")  # reading it would block start-up for ever
+    (tmp_path / "big_int.json").write_text(
+        SEED_PATH.read_text(encoding="utf-8").replace('"revision": 0', '"revision": ' + "9" * 5000, 1))
+    (tmp_path / "...json").write_bytes(SEED_PATH.read_bytes())  # id ".." would be /walkthroughs/..
+    (tmp_path / "..json").write_bytes(SEED_PATH.read_bytes())   # id "."
+    (tmp_path / ".json").write_bytes(SEED_PATH.read_bytes())    # id ""
+    os.close(os.open(os.path.join(os.fsencode(tmp_path), b"latin\xe9.json"), os.O_CREAT | os.O_WRONLY))
+    with caplog.at_level(logging.WARNING, logger="app.catalog"):
+        catalog = Catalog.load_directory(tmp_path)
+    errors = {e.source: e.error for e in catalog.entries()}
+    assert errors["dangling.json"] == "dangling.json: $: a symbolic link to nothing"
+    assert errors["folder.json"] == "folder.json: $: a directory, not a file"
+    assert errors["loop.json"].startswith("loop.json: $: cannot read file (")
+    assert errors["pipe.json"] == "pipe.json: $: not a regular file"
+    assert errors["linked.json"] is None and errors["toy_grpo.tensorviz.json"] is None
+    assert "revision" in errors["big_int.json"] and "5000 digits" in errors["big_int.json"]
+    for name, wid in (("...json", ".."), ("..json", "."), (".json", "")):
+        assert errors[name] == f"{name}: $: the walkthrough id {wid!r} cannot be a URL path segment; rename the file"
+    assert errors["latin\ufffd.json"] == "latin\ufffd.json: $: the file name is not valid UTF-8"
+    for entry in catalog.entries():  # every id, source and error can go into a UTF-8 page
+        f"{entry.id} {entry.source} {entry.error}".encode()
+    assert catalog.default_id == "toy_grpo"
+    assert "dangling.json" in caplog.text and "folder.json" in caplog.text
+
+
+def test_a_folder_that_cannot_be_listed_is_an_empty_catalog(tmp_path, monkeypatch, caplog):
+    import pathlib
+
+    def refuse(self, pattern):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(pathlib.Path, "glob", refuse)
+    with caplog.at_level(logging.WARNING, logger="app.catalog"):
+        assert Catalog.load_directory(tmp_path).entries() == []
+    assert "cannot list" in caplog.text

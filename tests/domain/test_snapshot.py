@@ -198,7 +198,7 @@ BAD = {
     "missing camera z": (lambda d: _delete(_step(d)["view"]["camera"], "z"),
                          "collaboration.walkthrough.steps[2].view.camera.z: Field required"),
     "camera z zero": (lambda d: _step(d)["view"]["camera"].update(z=0),
-                      "collaboration.walkthrough.steps[2].view.camera.z: Input should be greater than 0"),
+                      "collaboration.walkthrough.steps[2].view.camera.z: 0 is outside [0.001, 1000]"),
     "viewport width negative": (lambda d: _step(d)["view"]["viewport"].update(width=-1),
                                 "collaboration.walkthrough.steps[2].view.viewport.width"),
     "unknown node kind": (lambda d: d["document"]["semantic"]["nodes"][0].update(kind="blob"),

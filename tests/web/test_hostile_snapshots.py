@@ -16,6 +16,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from hostile import (
+    ODD_VALUES,
     PATH_RE,
     SEED,
     assert_servable,
@@ -32,6 +33,7 @@ from hostile import (
 from snapshots import SEED_PATH
 
 from app.domain.snapshot import parse_snapshot
+from app.domain.uploads import upload_id
 from app.web.factory import create_app
 from app.web.settings import PROJECT_ROOT, Settings
 
@@ -199,3 +201,103 @@ def test_folder_loader_survives_deep_json_inside_strings(tmp_path, where):
         items = {w["id"]: w for w in c.get("/api/walkthroughs").json()}
         assert items["deep_string"]["error"].startswith("deep_string.json: ")
         assert c.get("/api/walkthroughs/toy_grpo/tensors").status_code == 200
+
+
+# -- odd values: refused by field at upload and at start-up, never a 500 ---------------
+
+@pytest.mark.parametrize("name", ODD_VALUES)
+def test_an_odd_value_in_an_upload_is_422_naming_the_field(make_client, name):
+    raw, path = ODD_VALUES[name]
+    c = make_client(raise_server_exceptions=False, walkthroughs_dir=SEED_PATH.parent)
+    api = c.post("/api/walkthroughs", files={"file": ("odd.json", raw.encode(), "application/json")})
+    assert api.status_code == 422, (name, api.status_code, api.text[:300])
+    assert api.json()["error"].startswith(f"<upload>: {path}: "), api.json()["error"]
+    page = c.post("/walkthroughs/new", files={"file": ("odd.json", raw.encode(), "application/json")})
+    assert page.status_code == 422, (name, page.status_code, page.text[:300])
+    shown = BeautifulSoup(page.text, "html.parser").select_one("#upload-error").get_text()
+    assert shown.startswith(f"<upload>: {path}: "), shown
+    # never stored: its id does not open
+    assert c.get(f"/walkthroughs/{upload_id(raw.encode())}").status_code == 404
+
+
+def test_a_stored_upload_that_no_longer_loads_is_404_not_500(make_client, tmp_path):
+    """A file kept by an older, laxer parser: refused on reading it, not a 500 for ever."""
+    uploads = tmp_path / "up"
+    uploads.mkdir()
+    for raw, _ in ODD_VALUES.values():
+        (uploads / f"{upload_id(raw.encode())}.json").write_text(raw)
+    c = make_client(raise_server_exceptions=False, walkthroughs_dir=SEED_PATH.parent, uploads_dir=uploads,
+                    follow_redirects=False)
+    for raw, _ in ODD_VALUES.values():
+        ident = upload_id(raw.encode())
+        for url in (f"/walkthroughs/{ident}", f"/walkthroughs/{ident}/steps/clip", f"/api/walkthroughs/{ident}"):
+            assert c.get(url).status_code == 404, url
+
+
+def _odd_folder(folder):
+    (folder / SEED_PATH.name).write_bytes(SEED_BYTES)
+    for name, (raw, _) in ODD_VALUES.items():
+        (folder / f"{name}.json").write_text(raw)
+    (folder / "dangling.json").symlink_to(folder / "gone.json")
+    (folder / "folder.json").mkdir()
+    (folder / "...json").write_bytes(SEED_BYTES)  # its id would be ".."
+    (folder / os.fsdecode(b"latin\xe9.json")).write_bytes(SEED_BYTES)  # not UTF-8: kept as a surrogate
+
+
+def test_start_up_lists_odd_files_and_entries_with_their_errors(make_client, tmp_path):
+    _odd_folder(tmp_path)
+    c = make_client(raise_server_exceptions=False, walkthroughs_dir=tmp_path)
+    assert c.get("/healthz").status_code == 200
+    items = {w["id"]: w for w in c.get("/api/walkthroughs").json()}
+    for name, (_, path) in ODD_VALUES.items():
+        assert items[name]["error"].startswith(f"{name}.json: {path}: "), items[name]
+    assert items["dangling"]["error"] == "dangling.json: $: a symbolic link to nothing"
+    assert items["folder"]["error"] == "folder.json: $: a directory, not a file"
+    assert "cannot be a URL path segment" in items[".."]["error"]
+    assert items["latin\ufffd"]["error"] == "latin\ufffd.json: $: the file name is not valid UTF-8"
+    assert all(PATH_RE.match(w["error"].split(": ", 2)[1]) for w in items.values() if w["error"]), items
+    assert items["toy_grpo"]["error"] is None
+    assert c.get("/").status_code == 200
+    assert c.get("/walkthroughs/toy_grpo/steps/clip").status_code == 200
+    for wid in ("dot_dot_step", "big_int", "dangling"):
+        assert c.get(f"/walkthroughs/{wid}").status_code == 404
+
+
+def test_a_folder_where_nothing_loads_still_lists_every_entry(make_client, tmp_path):
+    _odd_folder(tmp_path)
+    (tmp_path / SEED_PATH.name).unlink()
+    (tmp_path / "...json").unlink()
+    c = make_client(raise_server_exceptions=False, walkthroughs_dir=tmp_path)
+    assert c.get("/healthz").status_code == 200
+    home = c.get("/")
+    assert home.status_code == 503, home.text[:300]
+    for name in [*ODD_VALUES, "dangling", "folder", "latin\ufffd"]:
+        assert f"{name}.json" in home.text, name
+
+
+def test_an_opening_step_id_of_dot_dot_no_longer_loops(client):
+    """Refused at load (above); every other id, odd dots included, opens in one redirect."""
+    raw, path = ODD_VALUES["dot_dot_step"]
+    assert parse_or_refused_path(raw) == path
+    doc = copy.deepcopy(SEED)
+    steps = doc["collaboration"]["walkthrough"]["steps"]
+    # (not "%2e%2e" here: TestClient unquotes the already-decoded path a second time; uvicorn does not)
+    odd_ids = ["...", ".x", "a/..", ". ."]
+    for step, odd in zip(steps, odd_ids, strict=True):
+        step["id"] = odd
+    doc["collaboration"]["savedViews"] = []
+    for odd in odd_ids:
+        doc["collaboration"]["openingViewId"] = odd
+        serve(client, {"dots": parse_snapshot(doc)})
+        first = client.get("/walkthroughs/dots", follow_redirects=False)
+        assert first.status_code == 303 and first.headers["location"] == f"/walkthroughs/dots/steps/{quote(odd, safe='')}"
+        page = client.get("/walkthroughs/dots")
+        assert page.status_code == 200 and len(page.history) == 1, (odd, [r.url for r in page.history])
+
+
+def parse_or_refused_path(raw) -> str | None:
+    try:
+        parse_snapshot(raw)
+    except ValueError as exc:
+        return exc.path  # type: ignore[attr-defined]
+    return None

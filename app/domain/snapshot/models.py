@@ -8,14 +8,32 @@ Nothing in a snapshot is ever executed.
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    field_validator,
+    model_validator,
+)
 
-from .limits import MAX_DEPTH, text_depth
+from ..json_path import render_loc
+from .limits import (
+    MAX_CAMERA_OFFSET,
+    MAX_DEPTH,
+    MAX_POSITION,
+    MAX_VIEWPORT,
+    MAX_ZOOM,
+    MIN_ZOOM,
+    text_depth,
+)
 from .references import ReferenceProblems, cross_reference_problems
+from .values import loads, value_problems
 
 FORMAT = "tensorviz.graph"
 SUPPORTED_VERSIONS = {3}
@@ -37,9 +55,44 @@ def _loads_if_str(value: Any) -> Any:
     if text_depth(value) > MAX_DEPTH:
         raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
+        decoded = loads(value)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError
         raise ValueError(f"not valid JSON ({exc})") from None
+    for loc, why in value_problems(decoded, limit=1):
+        raise ValueError(f"in this JSON string, at {render_loc(loc) or '$'}: {why}")
+    return decoded
+
+
+def _within(low: float, high: float, unit: str, *, low_open: bool = False) -> AfterValidator:
+    """A float bounded by limits.py, refused with the range it missed."""
+    shown = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+
+    def check(value: float) -> float:
+        if value > high or value < low or (low_open and value == low):
+            raise ValueError(f"{value:g} is outside {shown} {unit}")
+        return value
+    return AfterValidator(check)
+
+
+Coordinate = Annotated[FiniteFloat, _within(-MAX_POSITION, MAX_POSITION, "world units")]
+Offset = Annotated[FiniteFloat, _within(-MAX_CAMERA_OFFSET, MAX_CAMERA_OFFSET, "screen pixels")]
+Zoom = Annotated[FiniteFloat, _within(MIN_ZOOM, MAX_ZOOM, "(camera zoom)")]
+Extent = Annotated[FiniteFloat, _within(0, MAX_VIEWPORT, "screen pixels", low_open=True)]
+
+# Browsers resolve "." and ".." path segments, even spelled %2E, before any request is
+# sent, so no encoding carries them: /walkthroughs/x/steps/.. arrives as /walkthroughs/x,
+# which redirects to the opening step again. Every other id works, percent-encoded by
+# app/views/urls.py (and "" has no segment at all), so exactly these are refused.
+UNLINKABLE_IDS = ("", ".", "..")
+
+
+def _linkable(value: str) -> str:
+    if value in UNLINKABLE_IDS:
+        raise ValueError(f"id {value!r} cannot be a URL path segment (browsers resolve "
+                         "'.' and '..' away); give the step another id")
+    return value
 
 
 class _Model(BaseModel):
@@ -47,19 +100,19 @@ class _Model(BaseModel):
 
 
 class Position(_Model):
-    x: FiniteFloat
-    y: FiniteFloat
+    x: Coordinate
+    y: Coordinate
 
 
 class Camera(_Model):
-    x: FiniteFloat
-    y: FiniteFloat
-    z: FiniteFloat = Field(gt=0)
+    x: Offset
+    y: Offset
+    z: Zoom
 
 
 class Viewport(_Model):
-    width: FiniteFloat = Field(gt=0)
-    height: FiniteFloat = Field(gt=0)
+    width: Extent
+    height: Extent
 
 
 class LayerType(_Model):
@@ -168,7 +221,7 @@ class StepView(_Model):
 
 
 class Step(_Model):
-    id: str
+    id: Annotated[str, AfterValidator(_linkable)]  # saved views are Steps too
     title: str
     note: str = ""
     view: StepView

@@ -1,7 +1,6 @@
 """Reading an export: JSON text -> validated Snapshot, or one SnapshotError naming the field."""
 from __future__ import annotations
 
-import json
 import pathlib
 from typing import Any
 
@@ -11,6 +10,9 @@ from ..json_path import render_loc
 from .limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
 from .models import Snapshot
 from .references import ReferenceProblems
+from .values import loads, value_problems
+
+MAX_REPORTED = 100  # a file of a million bad numbers gets a readable refusal, not a huge one
 
 
 class SnapshotError(ValueError):
@@ -48,15 +50,18 @@ def parse_snapshot(raw: bytes | str | dict, source: str = "<upload>") -> Snapsho
         if text_depth(raw) > MAX_DEPTH:
             raise SnapshotError(source, "$", f"nesting deeper than {MAX_DEPTH} levels")
         try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SnapshotError(source, "$", f"not valid JSON ({exc})") from None
+            data = loads(raw)
         except RecursionError:
             raise SnapshotError(source, "$", "JSON nested too deeply") from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise SnapshotError(source, "$", f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
             type(data), "a number")
         raise SnapshotError(source, "$", f"top level must be a JSON object, not {kind}")
+    bad = [(render_loc(loc) or "$", why) for loc, why in value_problems(data, limit=MAX_REPORTED)]
+    if bad:
+        raise SnapshotError(source, *bad[0], errors=bad)
     for keys, limit in MAX_ITEMS.items():
         items: Any = data
         for key in keys:
