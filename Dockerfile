@@ -13,7 +13,7 @@
 #
 # Configuration is the app's own environment (README "Configuration"): HOST, PORT, WORKERS,
 # DEVICE, WALKTHROUGHS_DIR, LOG_LEVEL, TORCH_THREADS, COMPUTE_SLOTS, COMPUTE_QUEUE,
-# UPLOADS_DIR, MAX_UPLOADS.
+# DATA_DIR (uploads; set here by its older name UPLOADS_DIR), DATABASE_URL, UPLOAD_QUOTA_MB.
 FROM python:3.11-slim
 
 ARG TORCH_SPEC="torch==2.13.0"
@@ -43,17 +43,20 @@ COPY templates/ templates/
 COPY static/ static/
 COPY walkthroughs/ walkthroughs/
 
-# Uploads go to a folder the unprivileged user owns (the app keeps the newest MAX_UPLOADS).
+# Uploads are data that lasts: an SQLite file in a data folder the unprivileged user owns,
+# a volume so it outlives the container (`-v grpo-data:/srv/grpo-data`). Replicas share one
+# PostgreSQL instead: `-e DATABASE_URL=postgresql://user:pass@host/db`.
 RUN useradd --create-home --uid 10001 --user-group grpo \
-    && mkdir -p /srv/grpo-uploads \
-    && chown grpo:grpo /srv/grpo-uploads
+    && mkdir -p /srv/grpo-data \
+    && chown grpo:grpo /srv/grpo-data
+VOLUME ["/srv/grpo-data"]
 
 # `python -m app` reads these (app/settings.py); `docker run -e` overrides them.
 ENV HOST=0.0.0.0 \
     PORT=8000 \
     WORKERS=1 \
     DEVICE=auto \
-    UPLOADS_DIR=/srv/grpo-uploads
+    UPLOADS_DIR=/srv/grpo-data
 
 # numeric, so the runtime need not resolve the name (and a non-root check can see it)
 USER 10001:10001

@@ -38,11 +38,14 @@ install: $(VENV)/.app-stamp
 install-test: $(VENV)/.test-stamp system-deps
 
 # Browser tests drive Debian's Chromium (Playwright's own download cannot work here);
-# the benchmark and its smoke test drive wrk. One apt-get update, only if one is missing.
+# the benchmark and its smoke test drive wrk; the upload-store tests start their own
+# throwaway PostgreSQL server from Debian's binaries (/usr/lib/postgresql/<version>/bin).
+# One apt-get update, only if one is missing.
 system-deps:
 	@missing=""; \
 	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 		$(SUDO) apt-get update && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \

@@ -8,6 +8,7 @@ import sys
 import uvicorn
 
 from .engine.device import DeviceUnavailable, resolve_device
+from .web.middleware.limits import uvicorn_options
 from .web.settings import Settings
 
 
@@ -36,8 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # Workers are separate processes: hand them the effective settings via env.
     os.environ.update({"WALKTHROUGHS_DIR": str(settings.walkthroughs_dir), "DEVICE": settings.device})
+    # Limits at the edge (README "Limits"): httptools plus a 431 head cap and a header timeout
+    # (HEADER_TIMEOUT_S, read by each worker from the environment), idle keep-alive closed.
     uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
-                workers=settings.workers, log_level=settings.log_level)
+                workers=settings.workers, log_level=settings.log_level,
+                **uvicorn_options(settings.max_header_kb * 1024, settings.keep_alive_s))
     return 0
 
 

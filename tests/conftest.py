@@ -24,3 +24,30 @@ def make_client(tmp_path_factory):
         return TestClient(create_app(Settings(**settings)), raise_server_exceptions=raise_server_exceptions,
                           follow_redirects=follow_redirects)
     return make
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One throwaway PostgreSQL cluster for the session (tests/postgres_server.py); fails, never skips,
+    when the binaries are missing."""
+    from postgres_server import find_bin_dir, start_postgres
+
+    missing = None
+    try:
+        find_bin_dir()
+    except FileNotFoundError as exc:
+        missing = str(exc)
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    server = start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def upload_settings(request, tmp_path):
+    """Settings for each upload backend in turn: SQLite in a fresh DATA_DIR, or a fresh PostgreSQL database."""
+    settings = {"data_dir": tmp_path / "data"}
+    if request.param == "postgres":
+        settings["database_url"] = request.getfixturevalue("postgres_server").create_database()
+    return settings

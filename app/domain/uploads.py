@@ -1,15 +1,16 @@
-"""Snapshots opened by users: validated, capped, stored content-addressed.
+"""Snapshots opened by users: validated, capped, stored content-addressed, kept.
 
-An upload's id is a hash of its bytes, never anything the file says, so no
-snapshot text ever becomes a path. Files live in one folder shared by all
-worker processes (so any worker can serve any upload) and at most
-`max_uploads` are kept, oldest first out. Nothing in a snapshot is executed.
+An upload's id is a hash of its bytes, never anything the file says, so no snapshot text
+ever becomes a path or a query. The bytes live in an `UploadBackend` (upload_store/: SQLite
+in the data directory, or PostgreSQL shared by replicas) and stay until an operator deletes
+them (`python -m app.uploads delete ID`): a link sent to a class keeps working. When the
+quota is reached new uploads are refused (507), never made room for. Nothing in a
+snapshot is executed.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -17,10 +18,19 @@ from pathlib import Path
 
 from .catalog import CatalogEntry
 from .snapshot import SnapshotError, parse_snapshot
+from .upload_store import (
+    HashCollision,
+    StoredUpload,
+    StoreFull,
+    StoreUnavailable,
+    UploadBackend,
+    open_backend,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_BYTES = 2 * 1024 * 1024
+MB = 1024 * 1024
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -34,82 +44,141 @@ def upload_id(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def _mb(n: int) -> str:
+    return f"{n / MB:.1f} MB"
+
+
 class UploadStore:
-    def __init__(self, directory: Path, max_uploads: int = 64, parsed_cache: int = 32) -> None:
-        self.directory = directory
-        self.max_uploads = max_uploads
-        self._parsed: OrderedDict[str, CatalogEntry] = OrderedDict()
-        self._parsed_max = parsed_cache
+    """Validation in front of a backend, and a parsed-snapshot cache bounded by bytes.
+
+    The cache's weight of an entry is the size of its raw upload; least recently used goes
+    first once `cache_bytes` is passed (an upload larger than the whole cache is not kept).
+    """
+
+    def __init__(self, backend: UploadBackend, quota_bytes: int | None = 512 * MB,
+                 cache_bytes: int = 64 * MB) -> None:
+        self.backend = backend
+        self.quota_bytes = quota_bytes
+        self.cache_limit = cache_bytes
+        self._parsed: OrderedDict[str, tuple[CatalogEntry, int]] = OrderedDict()
+        self._cached_bytes = 0
         self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, data_dir: Path, database_url: str | None = None, *, quota_mb: int = 512,
+             cache_mb: int = 64) -> UploadStore:
+        """SQLite in `data_dir`, or PostgreSQL when `database_url` is set (settings DATA_DIR, DATABASE_URL)."""
+        return cls(open_backend(data_dir, database_url), quota_mb * MB, cache_mb * MB)
 
     def add(self, raw: bytes, filename: str = "upload.json") -> tuple[CatalogEntry, bool]:
         """Validate and keep an upload; returns (entry, created). Raises UploadRejected.
 
-        parse_snapshot refuses deep nesting itself, before any recursive parser runs.
+        parse_snapshot refuses deep nesting itself, before any recursive parser runs. Bytes
+        already stored are never refused, however full the store is.
         """
         if len(raw) > MAX_BYTES:
             raise UploadRejected(413, f"the file is larger than the 2 MB limit ({len(raw)} bytes)")
-        ident = upload_id(raw)
+        digest = hashlib.sha256(raw).hexdigest()
+        ident = digest[:16]
         try:
             snapshot = parse_snapshot(raw, source="<upload>")
         except SnapshotError as exc:
             raise UploadRejected(422, str(exc)) from None
-        path = self._path(ident)
-        created = not path.exists()
-        if created:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(raw)
-            os.replace(tmp, path)  # atomic: another worker never reads half a file
-            self._evict()
-        else:
-            path.touch()  # a re-upload counts as recent
-        entry = CatalogEntry(ident, f"upload of {filename}", snapshot, None)
-        self._remember(ident, entry)
+        try:
+            created = self.backend.put(ident, digest, raw, filename, self.quota_bytes)
+        except StoreFull as full:
+            log.warning("upload refused, storage full: %s", full)
+            limit = f" of {_mb(full.limit)}" if full.limit is not None else ""
+            raise UploadRejected(507, f"upload storage is full ({_mb(full.used)} used{limit}): this file was "
+                                      "not stored. Uploads already made still open; try again after the "
+                                      "operator frees space.") from None
+        except HashCollision:
+            log.error("upload id collision on %s: other bytes already stored under it", ident)
+            raise UploadRejected(409, f"another upload already has the id {ident}; change any byte "
+                                      "of the file (e.g. its snapshotId) and upload it again") from None
+        except StoreUnavailable as exc:
+            raise self._unavailable(exc) from None
+        # "upload", not the file name: the answer for a content-addressed id must be the same
+        # on every worker and replica (one ETag), whoever sent the bytes first and as what.
+        entry = CatalogEntry(ident, "upload", snapshot, None)
+        self._remember(ident, entry, len(raw))
         return entry, created
 
     def get(self, ident: str) -> CatalogEntry | None:
         if not ID_PATTERN.fullmatch(ident):
-            return None  # only our own hex ids ever reach the file system
-        path = self._path(ident)
-        if not path.exists():  # evicted, perhaps by another worker
-            with self._lock:
-                self._parsed.pop(ident, None)
-            return None
-        with self._lock:
-            if ident in self._parsed:
-                self._parsed.move_to_end(ident)
-                return self._parsed[ident]
+            return None  # only our own hex ids ever reach the backend
         try:
-            raw = path.read_bytes()
-        except OSError:
+            with self._lock:
+                hit = self._parsed.get(ident)
+            if hit is not None:
+                # an operator may have deleted it, through any worker or replica: one indexed lookup
+                if not self.backend.exists(ident):
+                    self._forget(ident)
+                    return None
+                with self._lock:
+                    if ident in self._parsed:
+                        self._parsed.move_to_end(ident)
+                return hit[0]
+            raw = self.backend.get(ident)
+        except StoreUnavailable as exc:
+            raise self._unavailable(exc) from None
+        if raw is None:
             return None
         try:
             entry = CatalogEntry(ident, "upload", parse_snapshot(raw, source="<upload>"), None)
-        except SnapshotError as exc:  # stored files were valid; a changed parser may disagree
+        except SnapshotError as exc:  # stored uploads were valid; a changed parser may disagree
             log.warning("stored upload %s no longer loads: %s", ident, exc)
             return None
-        self._remember(ident, entry)
+        self._remember(ident, entry, len(raw))
         return entry
 
-    def _path(self, ident: str) -> Path:
-        return self.directory / f"{ident}.json"
+    def delete(self, ident: str) -> bool:
+        """Remove an upload for good (this process's cache too; other workers see it gone at once)."""
+        if not ID_PATTERN.fullmatch(ident):
+            return False
+        self._forget(ident)
+        return self.backend.delete(ident)
 
-    def _remember(self, ident: str, entry: CatalogEntry) -> None:
+    def listing(self) -> list[StoredUpload]:
+        return self.backend.listing()
+
+    def total_bytes(self) -> int:
+        return self.backend.total_bytes()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- the parsed cache ------------------------------------------------------------------
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._cached_bytes
+
+    def cached_ids(self) -> list[str]:
+        """Least recently used first."""
         with self._lock:
-            self._parsed[ident] = entry
-            self._parsed.move_to_end(ident)
-            while len(self._parsed) > self._parsed_max:
-                self._parsed.popitem(last=False)
+            return list(self._parsed)
 
-    def _evict(self) -> None:
-        def mtime(p: Path) -> float:
-            try:
-                return p.stat().st_mtime
-            except FileNotFoundError:  # another worker evicted it first
-                return 0.0
-        files = sorted(self.directory.glob("*.json"), key=mtime)
-        for old in files[:max(0, len(files) - self.max_uploads)]:
-            old.unlink(missing_ok=True)
-            with self._lock:
-                self._parsed.pop(old.stem, None)
+    def _remember(self, ident: str, entry: CatalogEntry, weight: int) -> None:
+        with self._lock:
+            old = self._parsed.pop(ident, None)
+            if old is not None:
+                self._cached_bytes -= old[1]
+            if weight > self.cache_limit:
+                return
+            self._parsed[ident] = (entry, weight)
+            self._cached_bytes += weight
+            while self._cached_bytes > self.cache_limit:
+                _, (_, dropped) = self._parsed.popitem(last=False)
+                self._cached_bytes -= dropped
+
+    def _forget(self, ident: str) -> None:
+        with self._lock:
+            old = self._parsed.pop(ident, None)
+            if old is not None:
+                self._cached_bytes -= old[1]
+
+    @staticmethod
+    def _unavailable(exc: StoreUnavailable) -> UploadRejected:
+        log.error("upload storage unavailable: %s", exc)
+        return UploadRejected(503, "upload storage is unavailable just now; try again in a moment")

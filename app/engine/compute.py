@@ -22,11 +22,13 @@ class ComputeBusy(RuntimeError):
 
 
 class ComputeLimiter:
-    def __init__(self, slots: int = 2, max_waiting: int = 64, timeout_s: float = 30.0) -> None:
+    # A waiting computation gives up after timeout_s (COMPUTE_WAIT_S): a 503 at once beats a
+    # request held for half a minute, and keeps the waiting threads few.
+    def __init__(self, slots: int = 2, max_waiting: int = 64, timeout_s: float = 2.0) -> None:
         self.configure(slots, max_waiting, timeout_s)
         self._held = threading.local()
 
-    def configure(self, slots: int, max_waiting: int, timeout_s: float = 30.0) -> None:
+    def configure(self, slots: int, max_waiting: int, timeout_s: float = 2.0) -> None:
         self.slots, self.max_waiting, self.timeout_s = slots, max_waiting, timeout_s
         self._semaphore = threading.BoundedSemaphore(slots)
         self._lock = threading.Lock()

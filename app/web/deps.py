@@ -21,6 +21,7 @@ from ..domain.snapshot import Snapshot
 from ..domain.uploads import MAX_BYTES, UploadRejected
 from ..engine.params import GRPOParams
 from .errors import NotFound
+from .executor import ComputeExecutor
 from .schemas.errors import ValidationErrorBody, error
 
 
@@ -38,7 +39,9 @@ GRPOQuery = create_model(
 )
 
 
-def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
+# The dependencies are `async def`: a sync one would take a thread of the request pool each time.
+
+async def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
     """Validate with the engine's own rules; refusals become 422s naming the parameter."""
     try:
         return GRPOParams(**query.model_dump(exclude_none=True))
@@ -46,7 +49,7 @@ def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
 
 
-def process_catalog(request: Request) -> ProcessCatalog:
+async def process_catalog(request: Request) -> ProcessCatalog:
     return request.app.state.processes
 
 
@@ -73,12 +76,17 @@ async def read_capped(file: UploadFile) -> bytes:
     return raw
 
 
-def catalog(request: Request) -> Catalog:
+async def catalog(request: Request) -> Catalog:
     return request.app.state.catalog
 
 
-def device(request: Request) -> str:
+async def device(request: Request) -> str:
     return request.app.state.device
+
+
+async def compute_executor(request: Request) -> ComputeExecutor:
+    """Where a route runs work that may compute (app/web/executor.py)."""
+    return request.app.state.compute
 
 
 def find_entry(cat: Catalog, walkthrough_id: str) -> CatalogEntry:
@@ -110,6 +118,7 @@ CatalogDep = Annotated[Catalog, Depends(catalog)]
 DeviceDep = Annotated[str, Depends(device)]
 ProcessesDep = Annotated[ProcessCatalog, Depends(process_catalog)]
 ParamsDep = Annotated[GRPOParams, Depends(grpo_params)]
+ComputeDep = Annotated[ComputeExecutor, Depends(compute_executor)]
 
 
 # -- strict query strings ------------------------------------------------------------------

@@ -102,4 +102,5 @@ def install_error_handlers(app: FastAPI) -> None:
         else:
             response = JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
         response.headers.update(security_headers())
+        response.headers["Cache-Control"] = "no-store"   # never cache a crash (HTML 500 has it already)
         return response

@@ -42,16 +42,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.device = device
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
-    app.state.catalog.uploads = UploadStore(settings.uploads_dir, settings.max_uploads)
+    app.state.catalog.uploads = UploadStore.open(settings.resolved_data_dir, settings.database_url,
+                                                 quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
     app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
     install_error_handlers(app)
     # Outermost last: HEAD served as GET (and 405s naming every method), security headers
     # on everything, then the response cache (it keeps compressed bodies, keyed on
     # Accept-Encoding), then compression.
+    # Torch work runs on its own executor (app/web/executor.py), never the request thread pool;
+    # innermost, the body cap (middleware/limits.py) cuts what the routes read, answering 413.
+    from .executor import ComputeExecutor
+    from .middleware.limits import BodyLimitMiddleware
+    app.state.compute = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024)
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
     if settings.response_cache_mb > 0:
         app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024,
                            skip=UPLOAD_PATH.match)
+    # ETag, Cache-Control, Vary and 304s (middleware/http_cache.py), outside the response cache;
+    # the trailing-slash redirect is relative (Starlette's is absolute, built from Host).
+    from .middleware.http_cache import HttpCacheMiddleware, RelativeSlashRedirect
+    app.add_middleware(HttpCacheMiddleware)
+    app.router.redirect_slashes = False
+    app.router.default = RelativeSlashRedirect(app.router)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(HeadMiddleware, router=app.router)
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")

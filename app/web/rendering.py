@@ -21,6 +21,10 @@ templates.env.filters["full"] = numbers.exact
 templates.env.globals["urls"] = URLS  # a pure builder: the links templates write themselves
 
 
+# The request headers that choose between the full page and the fragment (wants_fragment).
+VARY = "HX-Request, HX-History-Restore-Request"
+
+
 def wants_fragment(request: Request) -> bool:
     # A history restore after a cache miss needs the whole page back.
     return (request.headers.get("HX-Request") == "true"
@@ -31,8 +35,8 @@ def render(request: Request, page: str, fragment: str, context: dict, status_cod
            headers: dict | None = None) -> HTMLResponse:
     name = fragment if wants_fragment(request) else page
     response = templates.TemplateResponse(request, name, context, status_code=status_code, headers=headers)
-    # Same URL, two representations: caches must key on the header.
-    response.headers["Vary"] = "HX-Request"
+    # Same URL, two representations: caches must key on the headers that pick one.
+    response.headers["Vary"] = VARY
     return response
 
 
@@ -40,23 +44,37 @@ def render_error(request: Request, status: int, title: str, message: str, entrie
     """The readable error page (404, 413, 503, 500…), for pages and fragments alike."""
     response = templates.TemplateResponse(request, "pages/error.html", {
         "status": status, "title": title, "message": message, "entries": entries}, status_code=status)
-    response.headers["Vary"] = "HX-Request"
+    response.headers["Vary"] = VARY
+    # Never stored by a cache (the HTTP cache middleware may allow a 404 a short while); this
+    # also covers the 500 page, which Starlette sends outside every middleware.
+    response.headers["Cache-Control"] = "no-store"
     return response
 
 
 def static_url(name: str) -> str:
     """A root-relative URL with a content hash: never built from the Host header
-    (which a client controls), and a changed file gets a new URL."""
+    (which a client controls), and a changed file gets a new URL. Served with a one-year
+    `immutable` Cache-Control while `v` is the file's current hash (middleware/http_cache.py)."""
     return f"/static/{name}?v={_STATIC_VERSIONS.get(name) or _version(name)}"
 
 
-_STATIC_VERSIONS: dict[str, str] = {}
+def static_version(name: str) -> str | None:
+    """The current content hash of static/<name> (a path as in the URL), None if no such file.
+    A table lookup only: the name comes from a request and never reaches the filesystem."""
+    return _STATIC_VERSIONS.get(name)
 
 
 def _version(name: str) -> str:
-    digest = hashlib.sha256((PROJECT_ROOT / "static" / name).read_bytes()).hexdigest()[:10]
+    digest = hashlib.sha256((STATIC_DIR / name).read_bytes()).hexdigest()[:10]
     _STATIC_VERSIONS[name] = digest
     return digest
 
+
+# Computed once at start: every file under static/ (about 2 MB; a few milliseconds).
+STATIC_DIR = PROJECT_ROOT / "static"
+_STATIC_VERSIONS: dict[str, str] = {}
+for _path in sorted(STATIC_DIR.rglob("*")):
+    if _path.is_file():
+        _version(_path.relative_to(STATIC_DIR).as_posix())
 
 templates.env.globals["static"] = static_url

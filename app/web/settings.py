@@ -31,6 +31,29 @@ class Settings(BaseSettings):
     compute_queue: int = Field(64, ge=0, le=10_000)
     # Whole-response cache for deterministic GETs (RESPONSE_CACHE_MB; 0 turns it off).
     response_cache_mb: int = Field(64, ge=0, le=4096)
-    # Uploaded snapshots: content-addressed files, at most MAX_UPLOADS kept.
-    uploads_dir: Path = Path("/tmp/grpo-walkthrough-uploads")
-    max_uploads: int = Field(64, ge=1, le=10_000)
+    # Limits at the edge (README "Limits"): a computation waits at most COMPUTE_WAIT_S for a
+    # slot (then 503); a request head over MAX_HEADER_KB gets 431, one not complete within
+    # HEADER_TIMEOUT_S gets 408; a body over MAX_BODY_KB gets 413 (the upload routes: their
+    # 2 MB file plus 64 KiB of form), and KEEP_ALIVE_S closes a connection idle between requests.
+    compute_wait_s: float = Field(2.0, gt=0, le=60)
+    max_header_kb: int = Field(64, ge=1, le=1024)
+    header_timeout_s: float = Field(10.0, gt=0, le=600)
+    max_body_kb: int = Field(64, ge=1, le=1_048_576)
+    keep_alive_s: int = Field(5, ge=1, le=600)
+    # Uploaded snapshots (README "Uploads"): content-addressed, kept until an operator deletes
+    # them, never evicted. DATA_DIR holds the SQLite store (UPLOADS_DIR, its old name, is still
+    # read); DATABASE_URL=postgresql://... keeps them in PostgreSQL instead, shared by replicas.
+    # Past UPLOAD_QUOTA_MB in all, new uploads get 507; UPLOAD_CACHE_MB bounds each worker's
+    # cache of parsed uploads (weighed by their raw bytes).
+    data_dir: Path | None = None
+    uploads_dir: Path | None = None
+    xdg_data_home: Path | None = None
+    database_url: str | None = None  # holds a password, perhaps: never logged
+    upload_quota_mb: int = Field(512, ge=1, le=1_048_576)
+    upload_cache_mb: int = Field(64, ge=0, le=4096)
+
+    @property
+    def resolved_data_dir(self) -> Path:
+        """DATA_DIR, else UPLOADS_DIR, else $XDG_DATA_HOME/grpo-walkthrough (~/.local/share/...)."""
+        return self.data_dir or self.uploads_dir or (
+            (self.xdg_data_home or Path.home() / ".local" / "share") / "grpo-walkthrough")

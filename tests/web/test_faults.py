@@ -86,6 +86,7 @@ def test_missing_walkthroughs_folder_gives_a_clear_503_page(tmp_path):
         assert client.get("/api/walkthroughs").json() == []
         home = client.get("/")
         assert home.status_code == 503 and "No walkthrough loaded" in home.text
+        assert home.headers["cache-control"] == "no-store"  # a CDN must not keep it
         assert client.get("/healthz").status_code == 200
 
 
@@ -119,6 +120,8 @@ def test_a_crash_is_a_500_without_internals_and_is_logged(crashing_client, caplo
         assert response.json() == {"error": "internal error; it has been logged"}
     else:
         assert "text/html" in response.headers["content-type"]
+        # sent outside every middleware: the error page itself says no-store
+        assert response.headers["cache-control"] == "no-store"
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert path.split("?")[0] in logged, logged
     assert any(r.exc_info and "boom" in str(r.exc_info[1]) for r in caplog.records), "the cause is logged"

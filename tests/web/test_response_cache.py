@@ -73,3 +73,28 @@ def test_security_headers_appear_once_on_hits(client):
         r = client.get("/walkthroughs/toy_grpo/steps/clip")
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.headers.get_list("content-security-policy").__len__() == 1
+
+
+def test_a_revalidation_is_a_304_from_the_cache():
+    """With the HTTP cache layer outside: If-None-Match is taken off, the 200 is replayed
+    from here and answered 304 from its hash, without reaching the app."""
+    app = create_app(Settings(device="cpu"))
+    app.middleware_stack = app.build_middleware_stack()
+    layer = app.middleware_stack
+    while not isinstance(layer, ResponseCacheMiddleware):
+        layer = layer.app
+    calls = []
+    inner = layer.app
+
+    async def counting(scope, receive, send):
+        calls.append(scope["path"])
+        await inner(scope, receive, send)
+    layer.app = counting
+    client = TestClient(app)
+    url = "/walkthroughs/toy_grpo/steps/clip"
+    first = client.get(url)
+    again = client.get(url, headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304 and again.headers["etag"] == first.headers["etag"]
+    assert client.head(url, headers={"If-None-Match": first.headers["etag"]}).status_code == 304
+    assert client.get(url, headers={"If-None-Match": '"other"'}).content == first.content
+    assert calls == [url]

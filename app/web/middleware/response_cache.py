@@ -4,7 +4,12 @@ Every page, fragment and JSON body here is a pure function of the URL and a
 few request headers (the server keeps no state), so a 200 can be replayed
 byte for byte. This removes routing, validation, rendering and compression
 from repeated requests. Bounded by entries and bytes; only 200s without
-Set-Cookie are kept; conditional requests pass through.
+Set-Cookie are kept.
+
+Conditional requests reach this layer without their conditions: the HTTP cache
+middleware (outside) takes If-None-Match off, lets this layer replay the 200 and
+answers 304 from its hash, so a revalidation costs a lookup and a hash. A request
+that still carries a condition (this layer used on its own) or a Range passes through.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from collections import OrderedDict
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CACHED_PREFIXES = ("/api/walkthroughs", "/api/processes", "/walkthroughs/", "/static/")
+CACHED_PATHS = frozenset({"/", "/docs", "/openapi.json"})
 # Pages link static files root-relative, so Host does not change a body.
 KEY_HEADERS = (b"hx-request", b"hx-history-restore-request")
 
@@ -32,7 +38,7 @@ class ResponseCacheMiddleware:
         if scope["type"] != "http" or scope["method"] != "GET":
             return None
         path = scope["path"]
-        if not (path == "/" or path.startswith(CACHED_PREFIXES)) or self.skip(path):
+        if not (path in CACHED_PATHS or path.startswith(CACHED_PREFIXES)) or self.skip(path):
             return None
         headers = dict(scope["headers"])
         if b"if-none-match" in headers or b"if-modified-since" in headers or b"range" in headers:

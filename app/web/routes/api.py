@@ -8,10 +8,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from ...domain.process_spec import ProcessCatalog
+from ...domain.snapshot import Snapshot
 from ...engine.node_map import is_runnable
+from ...engine.params import GRPOParams
 from ...engine.select import step_for_view
 from ..deps import (
     CatalogDep,
+    ComputeDep,
     DeviceDep,
     ParamsDep,
     ProcessesDep,
@@ -68,12 +72,13 @@ def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
                "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
     503: BUSY,
 })
-def get_tensors(
+async def get_tensors(
     walkthrough_id: str,
     cat: CatalogDep,
     dev: DeviceDep,
     processes: ProcessesDep,
     params: ParamsDep,
+    compute: ComputeDep,
     step: Annotated[str | None, Query(description="Only the nodes visible in this step's view.")] = None,
     node: Annotated[str | None, Query(description="Only this node.")] = None,
     process: Annotated[str | None, Query(description="A training path (r1-zero, r1, distillation): show "
@@ -81,7 +86,7 @@ def get_tensors(
                                          "Uses `seed` and `prompt`; other GRPO parameters are the stage's own.",
                                          )] = None,
     stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
-) -> dict:
+) -> JSONResponse:
     snapshot = find_snapshot(cat, walkthrough_id)
     check_step(snapshot, step)
     check_node(snapshot, node)
@@ -91,11 +96,21 @@ def get_tensors(
         if stage is not None:
             raise RequestValidationError([{"loc": ("query", "stage"), "type": "value_error",
                                            "msg": "needs a process: add process=r1-zero, r1 or distillation"}])
-        return tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes), step, node)
+        return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
-    result = step_for_view(params, dev, processes, proc.id, stage_id)
-    return {"process": proc.id, "stage": stage_id, **tensors_payload(walkthrough_id, snapshot, result, step, node)}
+    return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, proc.id, stage_id)
+
+
+def _tensors(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
+             dev: str, processes: ProcessCatalog, *process_stage: str) -> JSONResponse:
+    """On the compute executor: the step (computed on a cache miss), its payload, and its JSON
+    text. Serialised here, not on the event loop: a G = 4096 body is ~1 MB of floats, whose
+    encoding on the loop kept /healthz waiting under load. Same bytes as FastAPI's own."""
+    body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes, *process_stage), step, node)
+    if process_stage:
+        body = {"process": process_stage[0], "stage": process_stage[1], **body}
+    return JSONResponse(body)
 
 
 @router.post("/walkthroughs", status_code=201, responses={
@@ -105,6 +120,10 @@ def get_tensors(
     # UploadRejected sends {"error"}; a request without a `file` part gets the validation body
     422: error("Not a valid export (`error` says why), or no `file` part (`detail` names it).",
                ErrorBody | ValidationErrorBody),
+    409: error("Other bytes are already stored under this file's id (a SHA-256 prefix collision)."),
+    503: error("The upload store cannot be reached just now; try again."),
+    507: error("The upload store is full (UPLOAD_QUOTA_MB): nothing was stored, and no earlier upload "
+               "was removed to make room."),
 })
 async def upload_walkthrough(file: Annotated[UploadFile, File()], cat: CatalogDep):
     """Open your own `tensorviz.graph` export: validated like the built-in ones, kept by content hash."""

@@ -7,6 +7,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=AsBuilt, responses={200: {"model": HealthBody}})
-def healthz() -> dict:
-    """For load balancers: the process is up and serving."""
+async def healthz() -> dict:
+    """For load balancers: the process is up and serving. Answered on the event loop itself,
+    so no load on the thread pools (the request pool, the compute executor) can delay it."""
     return {"status": "ok"}

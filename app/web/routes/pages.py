@@ -14,7 +14,7 @@ from ...views.form import FORM_FIELDS, ParamForm
 from ...views.screen import build_screen
 from ...views.urls import URLS
 from ...views.view_state import UnknownViewPart, ViewState
-from ..deps import CatalogDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
+from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
 from ..errors import NotFound
 from ..rendering import render, templates, wants_fragment
 
@@ -34,14 +34,14 @@ def _read_params(request: Request) -> tuple[GRPOParams, ParamForm | None]:
 
 
 @router.get("/")
-def home(request: Request, cat: CatalogDep, dev: DeviceDep, processes: ProcessesDep):
+async def home(request: Request, cat: CatalogDep, dev: DeviceDep, processes: ProcessesDep, compute: ComputeDep):
     if cat.default_id is None:
         return templates.TemplateResponse(request, "pages/error.html", {
             "status": 503, "title": "No walkthrough loaded",
             "message": "No walkthrough file in the walkthroughs folder could be loaded.",
             "entries": cat.entries()}, status_code=503)
     snapshot = cat.snapshot(cat.default_id)
-    return step_page(request, cat.default_id, snapshot.opening_step_id, cat, dev, processes)
+    return await compute.run(step_work, request, cat.default_id, snapshot.opening_step_id, cat, dev, processes)
 
 
 @router.get("/walkthroughs/new")
@@ -68,7 +68,13 @@ def walkthrough_home(walkthrough_id: str, cat: CatalogDep):
 
 # `:path`: a step id may contain "/" (it is only ever compared, never used as a path)
 @router.get("/walkthroughs/{walkthrough_id}/steps/{step_id:path}")
-def step_page(request: Request, walkthrough_id: str, step_id: str, cat: CatalogDep, dev: DeviceDep,
+async def step_page(request: Request, walkthrough_id: str, step_id: str, cat: CatalogDep, dev: DeviceDep,
+                    processes: ProcessesDep, compute: ComputeDep):
+    # On the compute executor, not the request pool: the view may compute a step (a cache miss).
+    return await compute.run(step_work, request, walkthrough_id, step_id, cat, dev, processes)
+
+
+def step_work(request: Request, walkthrough_id: str, step_id: str, cat: CatalogDep, dev: DeviceDep,
               processes: ProcessesDep):
     snapshot = find_snapshot(cat, walkthrough_id)
     params, invalid_form = _read_params(request)

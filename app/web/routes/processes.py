@@ -5,8 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from ...domain.process_spec import ProcessCatalog
 from ...engine.processes import run_process
-from ..deps import ProcessesDep, StrictQueryRoute, find_process
+from ..deps import ComputeDep, ProcessesDep, StrictQueryRoute, find_process
 from ..schemas.base import AsBuilt
 from ..schemas.errors import BUSY, INVALID, error
 from ..schemas.processes import (
@@ -32,13 +33,22 @@ def list_processes(processes: ProcessesDep) -> dict:
 
 
 @router.get("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID, 503: BUSY})
-def compare(processes: ProcessesDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+async def compare(processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+    return await compute.run(_compare, processes, seed, iterations_scale)
+
+
+def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dict:
     runs = [run_process(processes, pid, seed, iterations_scale) for pid in processes.ids]
     return comparison_payload(processes, runs)
 
 
 @router.get("/{process_id}", response_model=AsBuilt, responses={
     200: {"model": ProcessRunBody}, 404: error("Unknown process."), 422: INVALID, 503: BUSY})
-def get_process_run(process_id: str, processes: ProcessesDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+async def get_process_run(process_id: str, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
+                          iterations_scale: Scale = 1) -> dict:
     find_process(processes, process_id)
+    return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
+
+
+def _process_run(processes: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> dict:
     return process_run_payload(processes, run_process(processes, process_id, seed, iterations_scale))

@@ -1,0 +1,235 @@
+"""Limits at the edge of the server: request bodies (an ASGI middleware), header size and the
+time allowed to send the headers (a small subclass of uvicorn's httptools protocol).
+
+What uvicorn offers and what it does not (uvicorn 0.5x):
+- `timeout_keep_alive`: closes a connection idle *between* requests. Passed as KEEP_ALIVE_S.
+- `h11_max_incomplete_event_size`: only the pure-Python h11 protocol reads it, and h11 answers an
+  oversize head with uvicorn's generic 400. The default protocol, httptools, has no limit at
+  all (a 64 MB header was read whole) and no header timeout either. `HeaderLimitProtocol` below
+  is the httptools protocol plus both: 431 past `h11_max_incomplete_event_size` bytes of head,
+  408 (or a silent close on a connection that never sent a byte) past HEADER_TIMEOUT_S.
+- Nothing for bodies: `BodyLimitMiddleware` refuses a Content-Length over the cap before a byte
+  of body is read, and cuts a body without one as soon as the count passes the cap (413), so
+  multipart parsing never spools more than the cap to disk.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from ...domain.uploads import MAX_BYTES
+from ..settings import Settings
+
+# The upload routes take one file of at most MAX_BYTES inside a multipart form: boundaries,
+# part headers and a file name add well under this much.
+MULTIPART_OVERHEAD = 64 * 1024
+UPLOAD_BODY_LIMIT = MAX_BYTES + MULTIPART_OVERHEAD
+UPLOAD_ROUTES = frozenset({("POST", "/api/walkthroughs"), ("POST", "/walkthroughs/new")})
+
+# How long an oversize or timed-out connection is still read (and discarded) after its error is
+# written, so the client's kernel does not reset the connection before the client reads it.
+LINGER_S = 1.0
+
+
+class BodyTooLarge(Exception):
+    """Raised into the app from `receive` when the body passes its cap."""
+
+
+def _too_large_message(cap: int) -> str:
+    if cap >= UPLOAD_BODY_LIMIT:
+        return f"the request body is larger than the upload limit ({MAX_BYTES // (1024 * 1024)} MB file)"
+    return f"the request body is larger than {cap} bytes"
+
+
+class BodyLimitMiddleware:
+    """413 for a body over its cap: at once from Content-Length, or mid-stream by counting.
+
+    The cap is `max_bytes`, or UPLOAD_BODY_LIMIT on the upload routes. The 413 says
+    `Connection: close`, so the server stops reading the rest.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, upload_max_bytes: int = UPLOAD_BODY_LIMIT,
+                 upload_routes: frozenset[tuple[str, str]] = UPLOAD_ROUTES) -> None:
+        self.app, self.max_bytes = app, max_bytes
+        self.upload_max_bytes, self.upload_routes = upload_max_bytes, upload_routes
+
+    def cap(self, scope: Scope) -> int:
+        return self.upload_max_bytes if (scope["method"], scope["path"]) in self.upload_routes else self.max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        cap = self.cap(scope)
+        declared = _content_length(scope)
+        if declared is not None and declared > cap:
+            await self.refuse(scope, receive, send, cap)
+            return
+
+        received = 0
+        exceeded = started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > cap:
+                    exceeded = True
+                    raise BodyTooLarge()
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if exceeded:  # the app's own answer to the cut body (e.g. a 400 "error parsing the body")
+                return
+            started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except BodyTooLarge:
+            pass
+        except Exception:
+            if not exceeded:
+                raise
+        if exceeded and not started:
+            await self.refuse(scope, receive, send, cap)
+
+    async def refuse(self, scope: Scope, receive: Receive, send: Send, cap: int) -> None:
+        message = _too_large_message(cap)
+        if scope["path"].startswith("/api") or scope["method"] != "POST":
+            body = json.dumps({"error": message}).encode()
+            await send({"type": "http.response.start", "status": 413, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        from ..rendering import render_error  # templates load on first use, not on import
+
+        response = render_error(Request(scope), 413, "Upload refused", message)
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+@functools.cache
+def header_timeout_s() -> float:
+    """HEADER_TIMEOUT_S, read once per process (`python -m app` sets it for its workers too)."""
+    return Settings().header_timeout_s
+
+
+class HeaderLimitProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a cap on the request head (431) and a header timeout.
+
+    Select it with `uvicorn.run(..., http="app.web.middleware.limits:HeaderLimitProtocol",
+    h11_max_incomplete_event_size=<bytes>)`; the timeout is HEADER_TIMEOUT_S.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_head = self.config.h11_max_incomplete_event_size or 64 * 1024
+        self.header_timeout = header_timeout_s()
+        self.head_bytes = 0  # bytes received since the current request's head began
+        self.in_head = True  # reading a request head (or waiting for one)
+        self.header_timer: asyncio.TimerHandle | None = None
+        self.refused = False
+        self.message_ended = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:  # lingering after a 431/408: read and drop
+            return
+        self.message_ended = False
+        super().data_received(data)
+        if self.in_head and not self.message_ended and not self.transport.is_closing():
+            # (a chunk that also ended the previous message is not counted: at most one chunk short)
+            self.head_bytes += len(data)
+            if self.head_bytes > self.max_head:
+                self.logger.warning("Request head over %d bytes: 431.", self.max_head)
+                self._refuse(431, "Request Header Fields Too Large",
+                             f"request headers over {self.max_head} bytes")
+
+    # parser callbacks
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.in_head = True
+        if self.header_timer is None:
+            self._arm_header_timer()
+
+    def on_headers_complete(self) -> None:
+        self.in_head, self.head_bytes = False, 0
+        self._disarm_header_timer()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.in_head, self.head_bytes, self.message_ended = True, 0, True
+
+    # the timer
+    def _arm_header_timer(self) -> None:
+        self._disarm_header_timer()
+        self.header_timer = self.loop.call_later(self.header_timeout, self._header_timed_out)
+
+    def _disarm_header_timer(self) -> None:
+        timer, self.header_timer = self.header_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _header_timed_out(self) -> None:
+        self.header_timer = None
+        if self.transport.is_closing() or not self.in_head:
+            return
+        if self.head_bytes == 0:
+            self.transport.close()  # nothing sent at all: an idle connection, closed without a word
+            return
+        self.logger.warning("Request head not complete within %g s: 408.", self.header_timeout)
+        self._refuse(408, "Request Timeout", f"request headers not complete within {self.header_timeout:g} s")
+
+    def _refuse(self, status: int, reason: str, message: str) -> None:
+        body = message.encode()
+        head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
+        self.refused = True
+        self._disarm_header_timer()
+        self._unset_keepalive_if_required()
+        self.transport.write(head + body)
+        # Half-close and keep draining a moment: closing with unread data would send a reset
+        # that can destroy the answer before the client reads it.
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
+
+
+def uvicorn_options(max_header_bytes: int, keep_alive_s: int) -> dict[str, object]:
+    """The keyword arguments of `uvicorn.run` that set these limits."""
+    return {"http": f"{HeaderLimitProtocol.__module__}:{HeaderLimitProtocol.__qualname__}",
+            "h11_max_incomplete_event_size": max_header_bytes, "timeout_keep_alive": keep_alive_s}
+
+
+__all__ = ["BodyLimitMiddleware", "BodyTooLarge", "HeaderLimitProtocol", "UPLOAD_BODY_LIMIT",
+           "uvicorn_options", "header_timeout_s"]

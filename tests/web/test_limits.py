@@ -1,0 +1,270 @@
+"""Limits at the edge (README "Limits"): header size (431) and header timeout (408, or a plain
+close of a silent connection), keep-alive idle close, request bodies refused from their
+Content-Length (413, nothing read) or cut at the cap while streaming (413), and /healthz
+answering while every compute slot and the waiting line are taken.
+
+The socket tests run against the real server (`python -m app`): the header limits live in its
+HTTP protocol, not in the app. Time bounds here are generous hang guards, not measurements: the
+measured figures are printed (and the overload figures are tests/web/test_overload.py's).
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+from live_server import running_server
+from reporting import report
+from run_async import run_async
+
+from app.domain.uploads import MAX_BYTES
+from app.engine.compute import LIMITER
+from app.web.factory import create_app
+from app.web.middleware.limits import UPLOAD_BODY_LIMIT
+from app.web.settings import Settings
+
+HEADER_TIMEOUT_S = 1.0
+KEEP_ALIVE_S = 1
+BOUND_S = 10.0  # a hang guard: every refusal below comes in milliseconds on an idle machine
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("limits")
+    spool = tmp / "spool"
+    spool.mkdir()
+    env = {"HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S), "KEEP_ALIVE_S": str(KEEP_ALIVE_S), "TMPDIR": str(spool)}
+    with running_server(tmp, "--device", "cpu", "--log-level", "warning", env=env) as srv:
+        srv.spool = spool  # type: ignore[attr-defined]
+        yield srv
+
+
+def connect(server) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=BOUND_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def read_all(sock: socket.socket) -> tuple[bytes, str]:
+    """Everything until the server closes: (bytes, how it ended: 'eof' or 'reset')."""
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        return data, "reset"
+    return data, "eof"
+
+
+def status_of(data: bytes) -> int:
+    assert data.startswith(b"HTTP/1.1 "), data[:200]
+    return int(data.split(b" ", 2)[1])
+
+
+def healthy(server) -> float:
+    t0 = time.perf_counter()
+    assert httpx.get(server.url + "/healthz", timeout=BOUND_S).status_code == 200
+    return time.perf_counter() - t0
+
+
+def spooled(server) -> list[str]:
+    return [f"{p.name}: {p.stat().st_size}" for p in server.spool.rglob("*") if p.is_file()]
+
+
+# -- headers -------------------------------------------------------------------------------
+
+def test_a_64_mb_header_is_refused_431_at_the_cap(server, request):
+    sock = connect(server)
+    sent = 0
+    health: list[float] = []
+
+    def send():
+        nonlocal sent
+        try:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-Huge: ")
+            chunk = b"a" * 65536
+            for _ in range(1024):  # 64 MB, never terminated
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass  # the server stopped reading: what we want
+
+    t0 = time.perf_counter()
+    sender = threading.Thread(target=send)
+    sender.start()
+    health.append(healthy(server))  # another client, while the huge head streams in
+    data, _ = read_all(sock)
+    refused_s = time.perf_counter() - t0
+    sender.join(BOUND_S)
+    sock.close()
+    health.append(healthy(server))
+    report(request, f"limits: 64 MB header -> {status_of(data)} in {refused_s * 1000:.0f} ms after "
+                    f"{sent / 1e6:.1f} MB sent; /healthz meanwhile {max(health) * 1000:.0f} ms")
+    assert status_of(data) == 431 and b"connection: close" in data.lower()
+    # (the rest of the 64 MB may still go out: the server drains and drops it for LINGER_S, so
+    # its close cannot reset the connection before the 431 is read)
+    assert refused_s < BOUND_S, refused_s
+
+
+def test_a_head_under_the_cap_is_served(server):
+    headers = {f"x-pad-{i}": "b" * 1000 for i in range(40)}  # 40 KB of headers: under 64 KiB
+    assert httpx.get(server.url + "/healthz", headers=headers, timeout=BOUND_S).status_code == 200
+
+
+def test_a_silent_connection_is_closed_after_the_header_timeout(server, request):
+    sock = connect(server)
+    t0 = time.perf_counter()
+    data, _ = read_all(sock)
+    closed_s = time.perf_counter() - t0
+    report(request, f"limits: silent connection closed after {closed_s:.2f} s (HEADER_TIMEOUT_S={HEADER_TIMEOUT_S})")
+    assert data == b"" and HEADER_TIMEOUT_S * 0.9 <= closed_s < HEADER_TIMEOUT_S + BOUND_S
+
+
+def test_a_head_sent_too_slowly_gets_408(server):
+    sock = connect(server)
+    t0 = time.perf_counter()
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n")
+    for _ in range(3):  # trickling bytes does not reset the clock
+        time.sleep(HEADER_TIMEOUT_S / 3)
+        try:
+            sock.sendall(b"X-Slow: 1\r\n")
+        except OSError:
+            break
+    data, _ = read_all(sock)
+    assert status_of(data) == 408 and time.perf_counter() - t0 < HEADER_TIMEOUT_S + BOUND_S
+
+
+def test_an_idle_keep_alive_connection_is_closed(server):
+    sock = connect(server)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+    t0 = time.perf_counter()
+    data, _ = read_all(sock)  # the answer, then the close once idle for KEEP_ALIVE_S
+    assert status_of(data) == 200 and b'{"status":"ok"}' in data
+    assert KEEP_ALIVE_S * 0.9 <= time.perf_counter() - t0 < KEEP_ALIVE_S + BOUND_S
+
+
+# -- bodies --------------------------------------------------------------------------------
+
+MULTIPART_HEAD = (b'--bnd\r\nContent-Disposition: form-data; name="file"; filename="big.json"\r\n'
+                  b"Content-Type: application/json\r\n\r\n")
+
+
+def test_a_300_mb_body_is_refused_from_its_content_length_unread(server, request):
+    sock = connect(server)
+    t0 = time.perf_counter()
+    sock.sendall(b"POST /api/walkthroughs HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary=bnd\r\n"
+                 b"Content-Length: 314572800\r\n\r\n" + MULTIPART_HEAD + b"{" * 1000)
+    data, ended = read_all(sock)  # we send nothing more: the answer cannot wait for the body
+    refused_s = time.perf_counter() - t0
+    report(request, f"limits: 300 MB Content-Length -> {status_of(data)} in {refused_s * 1000:.1f} ms, "
+                    f"1 KB of body sent, connection {ended}")
+    assert status_of(data) == 413 and b"connection: close" in data.lower() and b"upload limit" in data
+    assert refused_s < BOUND_S
+    assert not spooled(server), spooled(server)
+    healthy(server)
+
+
+def test_a_body_on_a_route_that_takes_none_is_capped_too(server):
+    response = httpx.post(server.url + "/healthz", content=b"x" * (65 * 1024), timeout=BOUND_S)
+    assert response.status_code == 413 and response.headers["connection"] == "close"
+
+
+def test_a_chunked_upload_is_cut_at_the_cap(server, request):
+    sock = connect(server)
+    sock.sendall(b"POST /api/walkthroughs HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary=bnd\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n" % (len(MULTIPART_HEAD), MULTIPART_HEAD))
+    sent, answer = 0, b""
+    chunk = b"10000\r\n" + b"{" * 65536 + b"\r\n"
+    sock.settimeout(0.05)
+    t0 = time.perf_counter()
+    while sent < 64 * 1024 * 1024 and not answer and time.perf_counter() - t0 < BOUND_S:
+        try:
+            sock.sendall(chunk)
+            sent += 65536
+        except OSError:
+            pass  # the server stopped reading (its buffers are full): look for the answer
+        try:
+            answer = sock.recv(65536)
+        except TimeoutError:
+            pass
+        except ConnectionResetError:
+            break
+    sock.settimeout(BOUND_S)
+    data, _ = read_all(sock)
+    data = answer + data
+    report(request, f"limits: chunked upload -> {status_of(data)} after {sent / 1e6:.1f} MB sent "
+                    f"(cap {UPLOAD_BODY_LIMIT / 1e6:.2f} MB) in {(time.perf_counter() - t0) * 1000:.0f} ms")
+    assert status_of(data) == 413 and b"upload limit" in data
+    assert sent < 16 * 1024 * 1024, sent  # cut near the cap (plus socket buffers), not read to the end
+    assert not spooled(server), spooled(server)
+    healthy(server)
+
+
+def test_an_upload_under_the_cap_still_gets_the_routes_own_answer(make_client):
+    client = make_client()
+    response = client.post("/api/walkthroughs", files={"file": ("big.json", b"{" * (MAX_BYTES + 1))})
+    assert response.status_code == 413 and "2 MB" in response.json()["error"]  # read_capped's refusal
+    assert client.post("/api/walkthroughs", files={"file": ("bad.json", b"{")}).status_code == 422
+
+
+def test_a_streamed_body_over_the_cap_gets_413_in_process(make_client):
+    client = make_client()
+
+    def stream():
+        yield b"--bnd\r\n" + MULTIPART_HEAD[7:]
+        for _ in range(64):
+            yield b"{" * 65536
+
+    headers = {"content-type": "multipart/form-data; boundary=bnd"}
+    api = client.post("/api/walkthroughs", content=stream(), headers=headers)
+    assert api.status_code == 413 and "upload limit" in api.json()["error"]
+    page = client.post("/walkthroughs/new", content=stream(), headers=headers)
+    assert page.status_code == 413 and "text/html" in page.headers["content-type"] and "upload limit" in page.text
+    assert page.headers["content-security-policy"]  # inside the security headers
+
+
+# -- compute -------------------------------------------------------------------------------
+
+def test_healthz_answers_while_every_compute_slot_and_the_queue_are_full(tmp_path, request):
+    saved = (LIMITER.slots, LIMITER.max_waiting, LIMITER.timeout_s)
+    app = create_app(Settings(device="cpu", uploads_dir=tmp_path, compute_slots=1, compute_queue=1,
+                              compute_wait_s=30, response_cache_mb=0))
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_slot():
+        with LIMITER:
+            held.set()
+            release.wait(60)
+
+    async def scenario():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60) as client:
+            waiting = asyncio.create_task(client.get("/api/walkthroughs/toy_grpo/tensors?seed=7100"))
+            while LIMITER.waiting < 1:  # the one waiting place taken
+                await asyncio.sleep(0.01)
+            busy = await client.get("/api/walkthroughs/toy_grpo/tensors?seed=7101")
+            t0 = time.perf_counter()
+            health = await client.get("/healthz")
+            health_s = time.perf_counter() - t0
+            listing = await client.get("/api/walkthroughs")
+            release.set()
+            return await waiting, busy, health, health_s, listing
+
+    holder = threading.Thread(target=hold_the_slot)
+    try:
+        holder.start()
+        assert held.wait(BOUND_S)
+        waited, busy, health, health_s, listing = run_async(scenario())
+        report(request, f"limits: /healthz with the slot and the queue full: {health_s * 1000:.1f} ms")
+        assert health.status_code == 200 and listing.status_code == 200
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert health_s < BOUND_S
+        assert waited.status_code == 200  # it got the slot once released
+    finally:
+        release.set()
+        holder.join(BOUND_S)
+        LIMITER.configure(*saved)
+        app.state.compute.shutdown()
