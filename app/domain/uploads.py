@@ -139,6 +139,15 @@ class UploadStore:
         self._forget(ident)
         return self.backend.delete(ident)
 
+    def exists(self, ident: str) -> bool:
+        """Whether `ident` is stored now (one indexed lookup); False when the store cannot say."""
+        if not ID_PATTERN.fullmatch(ident):
+            return False
+        try:
+            return self.backend.exists(ident)
+        except StoreUnavailable:
+            return False
+
     def listing(self) -> list[StoredUpload]:
         return self.backend.listing()
 

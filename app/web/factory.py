@@ -1,6 +1,7 @@
 """Application factory: wires settings, the catalog, the device and the routers."""
 from __future__ import annotations
 
+import functools
 import logging
 import re
 
@@ -22,8 +23,15 @@ from .settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
 
-# Pages and JSON of an upload: an upload can be evicted, so its answers are never replayed.
-UPLOAD_PATH = re.compile(r"^/(api/)?walkthroughs/[0-9a-f]{16}(/|$)")
+# Pages and JSON of an upload: replayed by the response cache only while the upload exists
+# (uploads are never evicted, but an operator may delete one, from any process).
+UPLOAD_PATH = re.compile(r"^/(?:api/)?walkthroughs/([0-9a-f]{16})(?:/|$)")
+
+
+def _deleted_upload(store: UploadStore, path: str) -> bool:
+    """An upload's path whose upload is gone: not replayed, so the route answers its 404."""
+    match = UPLOAD_PATH.match(path)
+    return match is not None and not store.exists(match.group(1))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -58,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
     if settings.response_cache_mb > 0:
         app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024,
-                           skip=UPLOAD_PATH.match)
+                           skip=functools.partial(_deleted_upload, app.state.catalog.uploads))
     # ETag, Cache-Control, Vary and 304s (middleware/http_cache.py), outside the response cache;
     # the trailing-slash redirect is relative (Starlette's is absolute, built from Host).
     from .middleware.http_cache import HttpCacheMiddleware, RelativeSlashRedirect

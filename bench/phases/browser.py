@@ -109,10 +109,10 @@ def browser_phase(port: int, args, figures: dict, details: dict) -> None:
             page = ctx.new_page()
             page.goto(base + "/", wait_until="load")
             while len(changes) < args.step_changes:
-                if page.locator("#next-step").count() == 0:  # last step: start over
+                if page.locator("#next-step[href]").count() == 0:  # last step (a disabled placeholder): start over
                     page.goto(base + "/", wait_until="load")
                 page.evaluate(ARM_STEP_CHANGE)
-                page.click("#next-step")
+                page.click("#next-step[href]")
                 page.wait_for_function("() => window.__step && window.__step.done === true", timeout=15_000)
                 s = page.evaluate("() => window.__step")
                 changes.append({"step": s["stepId"], "title": s["title"], "in_place_ms": s["inPlace"] - s["clicked"],

@@ -446,5 +446,10 @@
   document.addEventListener("htmx:beforeSwap", remember);
   document.addEventListener("htmx:afterSwap", function (e) { afterSwap(e.detail.target); scrollableFigures(); });
   reducedMotion.addEventListener && reducedMotion.addEventListener("change", function () { setupPanzoom(); });
-  document.addEventListener("DOMContentLoaded", function () { setupGraph(); scrollableFigures(); });
+  // In the first animation frame, not in DOMContentLoaded itself: the fit reads the frame's
+  // size, which forces a layout; in a frame callback that layout is the one the first paint
+  // needs anyway (and the graph is never painted unfitted), while DOMContentLoaded ends sooner.
+  document.addEventListener("DOMContentLoaded", function () {
+    requestAnimationFrame(function () { setupGraph(); scrollableFigures(); });
+  });
 })();

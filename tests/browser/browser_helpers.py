@@ -61,10 +61,12 @@ def pan_into_view(page: Page, locator) -> None:
 
 
 def wait_settled(page: Page) -> None:
-    """No htmx request in flight and no camera tween running."""
+    """No htmx request in flight, the camera fitted (app.js does it in the first frame) and no
+    camera tween running."""
     page.wait_for_function(
         "() => !document.querySelector('.htmx-request') && !document.querySelector('#camera[data-moving]')"
-        " && typeof htmx !== 'undefined'")
+        " && typeof htmx !== 'undefined'"
+        " && !document.querySelector('.graph-frame:not([data-fitted])')")
 
 
 def expect_step(page: Page, step: Step, *, announced: bool = True, query: str = "") -> None:

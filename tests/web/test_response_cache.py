@@ -98,3 +98,30 @@ def test_a_revalidation_is_a_304_from_the_cache():
     assert client.head(url, headers={"If-None-Match": first.headers["etag"]}).status_code == 304
     assert client.get(url, headers={"If-None-Match": '"other"'}).content == first.content
     assert calls == [url]
+
+
+def test_an_upload_is_replayed_while_it_exists_and_not_after_its_deletion(make_client, tmp_path):
+    """Uploads are never evicted, so their answers are replayed like any other; an operator's
+    delete (from any process) is seen at once: a gone upload's path skips the cache."""
+    from paths import SEED_PATH
+
+    client = make_client(uploads_dir=tmp_path, follow_redirects=False)
+    made = client.post("/api/walkthroughs", files={"file": ("seed.json", SEED_PATH.read_bytes())})
+    assert made.status_code in (200, 201), made.text
+    ident, url = made.json()["id"], made.json()["url"]
+    cache = client.app.middleware_stack
+    while not isinstance(cache, ResponseCacheMiddleware):
+        cache = cache.app
+    calls = []
+    inner = cache.app
+
+    async def counting(scope, receive, send):
+        calls.append(scope["path"])
+        await inner(scope, receive, send)
+    cache.app = counting
+    first, second = client.get(url), client.get(url)
+    assert first.status_code == second.status_code == 200 and first.content == second.content
+    assert calls == [url]                                   # the second was a replay
+    assert client.app.state.catalog.uploads.delete(ident)
+    assert client.get(url).status_code == 404               # not the replayed 200
+    assert client.get(f"/api/walkthroughs/{ident}").status_code == 404

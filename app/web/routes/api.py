@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Query, UploadFile
+from fastapi import APIRouter, File, Query, Request, Response, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
@@ -29,6 +29,7 @@ from ..deps import (
     read_capped,
 )
 from ..errors import NotRunnable
+from ..json_body import accepts_gzip, json_response
 from ..schemas.base import AsBuilt, AsBuiltList
 from ..schemas.errors import BUSY, ErrorBody, ValidationErrorBody, error
 from ..schemas.tensors import TensorsBody
@@ -73,6 +74,7 @@ def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
     503: BUSY,
 })
 async def get_tensors(
+    request: Request,
     walkthrough_id: str,
     cat: CatalogDep,
     dev: DeviceDep,
@@ -86,7 +88,8 @@ async def get_tensors(
                                          "Uses `seed` and `prompt`; other GRPO parameters are the stage's own.",
                                          )] = None,
     stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
-) -> JSONResponse:
+) -> Response:
+    gzip_ok = accepts_gzip(request)
     snapshot = find_snapshot(cat, walkthrough_id)
     check_step(snapshot, step)
     check_node(snapshot, node)
@@ -96,21 +99,22 @@ async def get_tensors(
         if stage is not None:
             raise RequestValidationError([{"loc": ("query", "stage"), "type": "value_error",
                                            "msg": "needs a process: add process=r1-zero, r1 or distillation"}])
-        return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes)
+        return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, gzip_ok)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
-    return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, proc.id, stage_id)
+    return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, gzip_ok,
+                             proc.id, stage_id)
 
 
 def _tensors(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
-             dev: str, processes: ProcessCatalog, *process_stage: str) -> JSONResponse:
-    """On the compute executor: the step (computed on a cache miss), its payload, and its JSON
-    text. Serialised here, not on the event loop: a G = 4096 body is ~1 MB of floats, whose
-    encoding on the loop kept /healthz waiting under load. Same bytes as FastAPI's own."""
+             dev: str, processes: ProcessCatalog, gzip_ok: bool, *process_stage: str) -> Response:
+    """On the compute executor: the step (computed on a cache miss), its payload, its JSON text
+    and, if the client takes it, its gzip. Both here, not on the event loop: a G = 4096 body is
+    ~1 MB of floats, whose encoding and compression on the loop kept /healthz waiting."""
     body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes, *process_stage), step, node)
     if process_stage:
         body = {"process": process_stage[0], "stage": process_stage[1], **body}
-    return JSONResponse(body)
+    return json_response(body, gzip_ok)
 
 
 @router.post("/walkthroughs", status_code=201, responses={
