@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
+from csp import csp_directives
 from paths import ROOT
 
 from app.web.schemas.errors import ValidationErrorBody
@@ -32,13 +33,6 @@ def openapi(client) -> dict:
     return client.get("/openapi.json").json()
 
 
-def csp_sources(value: str) -> dict[str, list[str]]:
-    out = {}
-    for part in value.split(";"):
-        words = part.split()
-        if words:
-            out[words[0].lower()] = words[1:]
-    return out
 
 
 # -- /docs ------------------------------------------------------------------------------
@@ -93,7 +87,7 @@ def test_docs_csp_is_the_apps_one_with_no_outside_host(client, docs):
     csp = docs.headers["content-security-policy"]
     assert csp == client.get("/healthz").headers["content-security-policy"]
     assert csp == client.get("/static/favicon.svg").headers["content-security-policy"]
-    for directive, sources in csp_sources(csp).items():
+    for directive, sources in csp_directives(csp).items():
         for source in sources:
             assert source in ("'self'", "'none'", "data:"), (directive, source)
     assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp

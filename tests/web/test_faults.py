@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 import torch
+from csp import csp_directives
 from fastapi.testclient import TestClient
 from live_server import free_port, running_server
 from paths import ROOT
@@ -130,13 +131,6 @@ def test_a_crash_is_a_500_without_internals_and_is_logged(crashing_client, caplo
 
 # -- security headers everywhere -------------------------------------------------------------------
 
-def csp_directives(value: str) -> dict[str, list[str]]:
-    out = {}
-    for part in value.split(";"):
-        words = part.split()
-        if words:
-            out[words[0].lower()] = words[1:]
-    return out
 
 
 def assert_security_headers(response, page: bool = True) -> None:

@@ -20,6 +20,21 @@ def cache_of(client) -> ResponseCacheMiddleware:
     return layer
 
 
+def count_what_passes_the_cache(app) -> list[str]:
+    """The paths of the requests that get past the app's response cache (misses), from now on."""
+    layer = app.middleware_stack
+    while not isinstance(layer, ResponseCacheMiddleware):
+        layer = layer.app
+    calls: list[str] = []
+    inner = layer.app
+
+    async def counting(scope, receive, send):
+        calls.append(scope["path"])
+        await inner(scope, receive, send)
+    layer.app = counting
+    return calls
+
+
 def test_a_hit_equals_the_miss_byte_for_byte():
     app = create_app(Settings(device="cpu"))
     calls = []
@@ -80,16 +95,7 @@ def test_a_revalidation_is_a_304_from_the_cache():
     from here and answered 304 from its hash, without reaching the app."""
     app = create_app(Settings(device="cpu"))
     app.middleware_stack = app.build_middleware_stack()
-    layer = app.middleware_stack
-    while not isinstance(layer, ResponseCacheMiddleware):
-        layer = layer.app
-    calls = []
-    inner = layer.app
-
-    async def counting(scope, receive, send):
-        calls.append(scope["path"])
-        await inner(scope, receive, send)
-    layer.app = counting
+    calls = count_what_passes_the_cache(app)
     client = TestClient(app)
     url = "/walkthroughs/toy_grpo/steps/clip"
     first = client.get(url)
@@ -109,16 +115,7 @@ def test_an_upload_is_replayed_while_it_exists_and_not_after_its_deletion(make_c
     made = client.post("/api/walkthroughs", files={"file": ("seed.json", SEED_PATH.read_bytes())})
     assert made.status_code in (200, 201), made.text
     ident, url = made.json()["id"], made.json()["url"]
-    cache = client.app.middleware_stack
-    while not isinstance(cache, ResponseCacheMiddleware):
-        cache = cache.app
-    calls = []
-    inner = cache.app
-
-    async def counting(scope, receive, send):
-        calls.append(scope["path"])
-        await inner(scope, receive, send)
-    cache.app = counting
+    calls = count_what_passes_the_cache(client.app)
     first, second = client.get(url), client.get(url)
     assert first.status_code == second.status_code == 200 and first.content == second.content
     assert calls == [url]                                   # the second was a replay
