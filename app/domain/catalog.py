@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 
 from .snapshot import Snapshot, SnapshotError, load_snapshot
-from .snapshot.models import UNLINKABLE_IDS
+from .snapshot.fields import UNLINKABLE_IDS
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def _load_one(file: pathlib.Path) -> CatalogEntry:
     try:
         if (why := _unreadable(file)) is not None:
             error = f"{name}: $: {why}"
-        elif walkthrough_id in UNLINKABLE_IDS:  # "..json" would be /walkthroughs/. (see models)
+        elif walkthrough_id in UNLINKABLE_IDS:  # "..json" would be /walkthroughs/. (see fields.py)
             error = f"{name}: $: the walkthrough id {walkthrough_id!r} cannot be a URL path segment; rename the file"
         else:
             return CatalogEntry(walkthrough_id, name, load_snapshot(file), None)

@@ -113,7 +113,8 @@ def _template_entry(node: Node | None) -> Known | None:
 
 
 def _is_toy_graph(snapshot: Snapshot) -> bool:
-    return any(n.metadata.module_template_id in TOY_TEMPLATES for n in snapshot.nodes)
+    # Asked once per top-level Input/Output: a set lookup, not a walk over every node.
+    return not snapshot.module_template_ids.isdisjoint(TOY_TEMPLATES)
 
 
 def _known(snapshot: Snapshot, node: Node) -> tuple[Known | None, Known | None]:

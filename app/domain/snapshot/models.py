@@ -17,82 +17,17 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    FiniteFloat,
     field_validator,
     model_validator,
 )
 
-from ..json_path import render_loc
-from .limits import (
-    MAX_CAMERA_OFFSET,
-    MAX_DEPTH,
-    MAX_POSITION,
-    MAX_VIEWPORT,
-    MAX_ZOOM,
-    MIN_ZOOM,
-    text_depth,
-)
+from .fields import Coordinate, Extent, Offset, Zoom, linkable, loads_if_str, one_of
 from .references import ReferenceProblems, cross_reference_problems
-from .values import loads, value_problems
 
 FORMAT = "tensorviz.graph"
 SUPPORTED_VERSIONS = {3}
 SUPPORTED_SCHEMA_VERSIONS = {2}
 NODE_KINDS = ("input", "output", "module", "layer")
-
-
-def _one_of(what: str, value: Any, allowed: Any) -> Any:
-    if value not in allowed:
-        shown = ", ".join(map(str, sorted(allowed)))
-        raise ValueError(f"unsupported {what} {value!r} (supported: {shown})")
-    return value
-
-
-def _loads_if_str(value: Any) -> Any:
-    # The exporter nests JSON documents inside JSON strings (anchor contexts).
-    if not isinstance(value, str):
-        return value
-    if text_depth(value) > MAX_DEPTH:
-        raise ValueError(f"nesting deeper than {MAX_DEPTH} levels")
-    try:
-        decoded = loads(value)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError
-        raise ValueError(f"not valid JSON ({exc})") from None
-    for loc, why in value_problems(decoded, limit=1):
-        raise ValueError(f"in this JSON string, at {render_loc(loc) or '$'}: {why}")
-    return decoded
-
-
-def _within(low: float, high: float, unit: str, *, low_open: bool = False) -> AfterValidator:
-    """A float bounded by limits.py, refused with the range it missed."""
-    shown = f"{'(' if low_open else '['}{low:g}, {high:g}]"
-
-    def check(value: float) -> float:
-        if value > high or value < low or (low_open and value == low):
-            raise ValueError(f"{value:g} is outside {shown} {unit}")
-        return value
-    return AfterValidator(check)
-
-
-Coordinate = Annotated[FiniteFloat, _within(-MAX_POSITION, MAX_POSITION, "world units")]
-Offset = Annotated[FiniteFloat, _within(-MAX_CAMERA_OFFSET, MAX_CAMERA_OFFSET, "screen pixels")]
-Zoom = Annotated[FiniteFloat, _within(MIN_ZOOM, MAX_ZOOM, "(camera zoom)")]
-Extent = Annotated[FiniteFloat, _within(0, MAX_VIEWPORT, "screen pixels", low_open=True)]
-
-# Browsers resolve "." and ".." path segments, even spelled %2E, before any request is
-# sent, so no encoding carries them: /walkthroughs/x/steps/.. arrives as /walkthroughs/x,
-# which redirects to the opening step again. Every other id works, percent-encoded by
-# app/views/urls.py (and "" has no segment at all), so exactly these are refused.
-UNLINKABLE_IDS = ("", ".", "..")
-
-
-def _linkable(value: str) -> str:
-    if value in UNLINKABLE_IDS:
-        raise ValueError(f"id {value!r} cannot be a URL path segment (browsers resolve "
-                         "'.' and '..' away); give the step another id")
-    return value
 
 
 class _Model(BaseModel):
@@ -141,7 +76,7 @@ class Node(_Model):
     out_ports: list[str] = []
     metadata: NodeMetadata = NodeMetadata()
 
-    _kind = field_validator("kind")(lambda value: _one_of("node kind", value, NODE_KINDS))
+    _kind = field_validator("kind")(lambda value: one_of("node kind", value, NODE_KINDS))
 
     @property
     def is_module(self) -> bool:
@@ -184,7 +119,7 @@ class Document(_Model):
     view: DocumentView
 
     _supported = field_validator("schema_version")(
-        lambda value: _one_of("schemaVersion", value, SUPPORTED_SCHEMA_VERSIONS))
+        lambda value: one_of("schemaVersion", value, SUPPORTED_SCHEMA_VERSIONS))
 
 
 class Connection(_Model):
@@ -196,8 +131,8 @@ class Connection(_Model):
 
 
 class AnchorContext(_Model):
-    connections: list[Annotated[Connection, BeforeValidator(_loads_if_str)]] = []
-    contents: list[Annotated[dict[str, Any], BeforeValidator(_loads_if_str)]] = []
+    connections: list[Annotated[Connection, BeforeValidator(loads_if_str)]] = []
+    contents: list[Annotated[dict[str, Any], BeforeValidator(loads_if_str)]] = []
     node: dict[str, Any] | None = None
 
 
@@ -209,7 +144,7 @@ class AnchorTarget(_Model):
 class Anchor(_Model):
     target: AnchorTarget
     snapshot_id: str | None = Field(None, alias="snapshotId")
-    context: Annotated[AnchorContext, BeforeValidator(_loads_if_str)] = AnchorContext()
+    context: Annotated[AnchorContext, BeforeValidator(loads_if_str)] = AnchorContext()
 
 
 class StepView(_Model):
@@ -221,7 +156,7 @@ class StepView(_Model):
 
 
 class Step(_Model):
-    id: Annotated[str, AfterValidator(_linkable)]  # saved views are Steps too
+    id: Annotated[str, AfterValidator(linkable)]  # saved views are Steps too
     title: str
     note: str = ""
     view: StepView
@@ -250,9 +185,9 @@ class Snapshot(_Model):
     document: Document
     collaboration: Collaboration
 
-    _format = field_validator("format")(lambda value: _one_of("format", value, {FORMAT}))
+    _format = field_validator("format")(lambda value: one_of("format", value, {FORMAT}))
     _version = field_validator("version")(
-        lambda value: _one_of("version", value, SUPPORTED_VERSIONS))
+        lambda value: one_of("version", value, SUPPORTED_VERSIONS))
 
     @model_validator(mode="after")
     def _cross_references(self) -> Snapshot:
@@ -290,6 +225,11 @@ class Snapshot(_Model):
     @cached_property
     def modules(self) -> list[Node]:
         return [n for n in self.nodes if n.is_module]
+
+    @cached_property
+    def module_template_ids(self) -> frozenset[str]:
+        """The modules' `moduleTemplateId`s: which model the export was traced from."""
+        return frozenset(t for n in self.nodes if (t := n.metadata.module_template_id))
 
     @cached_property
     def _step_indices(self) -> dict[str, int]:
