@@ -11,6 +11,8 @@ not applied.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from ..domain.toy_task import TOY_PROMPTS
@@ -68,12 +70,10 @@ def _record(model: ToyGRPO, x, actions, rewards) -> tuple[dict, dict[str, torch.
     return result, outputs
 
 
-# One unit ~ a G=8 result (~32 KB as Python lists); G=4096 weighs 65 units (~4.5 MB).
-@cached_computation(maxsize=512, weight=lambda r: 1 + r.params.group_size // 64)
-def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
-    """Deterministic for (params, device): safe to cache, safe to call from many threads."""
-    cfg = ToyConfig(clip_epsilon=params.clip_epsilon, beta=params.beta,
-                    advantage_epsilon=params.advantage_epsilon)
+def replay(params: GRPOParams, device: str = "cpu"):
+    """The model, prompt, group and rewards just before the shown update (Algorithm 1's history
+    under the request's conventions). Deterministic in (params, device)."""
+    cfg = ToyConfig(conventions=params.conventions())
     prompt = TOY_PROMPTS[params.prompt]
     gen = torch.Generator().manual_seed(params.seed)
     model = ToyGRPO(cfg).to(dtype=DTYPE)
@@ -97,8 +97,15 @@ def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
                else accuracy_reward(actions, prompt))
     for m in range(params.inner_step):
         _update(model, optimizer, x, actions, rewards, f"iteration {params.iteration}, update {m}")
+    return model, prompt, x, actions, rewards
 
-    recorded = record_grpo_step(model, x, actions, rewards, params.clip_epsilon)
+
+# One unit ~ a G=8 result (~32 KB as Python lists); G=4096 weighs 65 units (~4.5 MB).
+@cached_computation(maxsize=512, weight=lambda r: 1 + r.params.group_size // 64)
+def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
+    """Deterministic for (params, device): safe to cache, safe to call from many threads."""
+    model, prompt, x, actions, rewards = replay(params, device)
+    recorded = record_grpo_step(model, x, actions, rewards)
     history = {
         "iterations_before": params.iteration,
         "updates_per_iteration": params.inner_steps,
@@ -113,23 +120,36 @@ def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
                       recorded.nodes, recorded.parameter_grads, history)
 
 
-def record_grpo_step(model: ToyGRPO, x, actions, rewards, clip_epsilon: float) -> RecordedStep:
+KL_IN_REWARD = "in the reward: beta x this KL of pi_old is subtracted from r before the advantages (a constant)"
+
+
+def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
     """One forward + backward of the GRPO loss with every node's value and grad kept."""
     result, outputs = _record(model, x, actions, rewards)
     if not torch.isfinite(result["loss"]):
         raise TrainingDiverged("the shown step's loss is not finite; lower learning_rate or beta")
+    c = model.cfg.conventions
     nodes = {node_id: node_record(node_id, t) for node_id, t in outputs.items()}
-    ratio, adv = result["ratio"].detach(), result["advantages"].detach()
-    clip_active = ((adv > 0) & (ratio > 1 + clip_epsilon)) | ((adv < 0) & (ratio < 1 - clip_epsilon))
+    if c.kl_placement == "reward":
+        nodes["divergence"] = replace(nodes["divergence"], no_grad_reason=KL_IN_REWARD)
+    surrogate, kl = result["surrogate_flags"], result["kl_flags"]
+    ratio = result["ratio"].detach()
+    ratio_clamped = (torch.zeros_like(ratio, dtype=torch.bool) if c.log_ratio_clamp is None
+                     else (result["logp"] - result["logp_old"]).detach().abs() > c.log_ratio_clamp)
+    kl_used = result["divergence"] if c.kl_placement == "reward" else result["kl_loss_term"]
     columns = {
         "action": actions, "reward": rewards, "logp": result["logp"], "logp_old": result["logp_old"],
-        "logp_ref": result["logp_ref"], "advantage": adv, "ratio": ratio,
-        "clipped": result["surrogate"], "divergence": result["divergence"],
-        "objective": result["per_sample"], "clip_active": clip_active,
-        "ratio_grad": outputs["ratio"].grad,
+        "logp_ref": result["logp_ref"], "reward_used": result["reward_used"],
+        "advantage": result["advantages"], "ratio": ratio,
+        "clipped": result["surrogate"], "divergence": result["divergence"], "kl_used": kl_used,
+        "kl_rho_factor": ratio if c.kl_bias_correction else None,
+        "objective": result["per_sample"], "weight": result["weights"],
+        "clip_active": surrogate.clip_active, "dual_clip_hit": surrogate.dual_clip_hit,
+        "ratio_clamped": ratio_clamped, "kl_log_ratio_clamped": kl.log_ratio_clamped,
+        "kl_clamped": kl.kl_clamped, "ratio_grad": outputs["ratio"].grad,
     }
-    as_lists = {k: as_python(v) for k, v in columns.items()}
+    size = len(actions)
+    as_lists = {k: [None] * size if v is None else as_python(v) for k, v in columns.items()}
     samples = [dict(zip(as_lists, row, strict=True)) for row in zip(*as_lists.values(), strict=True)]
     return RecordedStep(samples, float(result["objective"].detach()), float(result["loss"].detach()), nodes,
                         parameter_grads(model.policy))
-

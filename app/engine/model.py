@@ -16,10 +16,13 @@ export (`policy`, `old_policy`, `reference_policy`, `advantages`, `ratio`,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+
+from . import conventions as conv
+from .params import Conventions
 
 DTYPE = torch.float64  # the one dtype of every tensor: tiny tensors, exact-enough numbers matter more than speed
 
@@ -28,9 +31,17 @@ DTYPE = torch.float64  # the one dtype of every tensor: tiny tensors, exact-enou
 class ToyConfig:
     n_features: int = 3  # a prompt is a feature vector of this size
     n_choices: int = 4  # a "completion" is one of this many choices
-    clip_epsilon: float = 0.2  # e in clip(rho, 1-e, 1+e); 0.2 in TRL and verl
-    beta: float = 0.04  # weight of the reference penalty; 0.04 in DeepSeekMath
-    advantage_epsilon: float = 1e-4  # keeps A finite when std(r) = 0 (TRL's 1e-4)
+    # How the loss is computed (advantage std, clip band, KL estimator, aggregation...):
+    # the paper's by default; TRL's, verl's, Dr. GRPO's or DAPO's by preset.
+    conventions: Conventions = field(default_factory=Conventions)
+
+    @property
+    def clip_epsilon(self) -> float:
+        return self.conventions.clip_epsilon
+
+    @property
+    def beta(self) -> float:
+        return self.conventions.beta
 
 
 class CompletionPolicy(nn.Module):
@@ -57,42 +68,49 @@ class CompletionPolicy(nn.Module):
 class GroupAdvantages(nn.Module):
     """Group-relative baseline: no critic, the group's own mean and spread."""
 
-    def __init__(self, eps: float):
+    def __init__(self, std: str, eps: float):
         super().__init__()
-        self.eps = eps
+        self.std, self.eps = std, eps
 
     def forward(self, rewards: torch.Tensor) -> torch.Tensor:  # (G,) -> (G,)
-        # Population std (unbiased=False): an equal-reward group gives exactly 0.
-        std = rewards.std(unbiased=False)
-        return (rewards - rewards.mean()) / (std + self.eps)
+        return conv.group_advantages(rewards, self.std, self.eps)
 
 
 class PolicyRatio(nn.Module):
-    """rho_i = exp(log pi_theta - log pi_old), computed in log space for stability."""
+    """rho_i = exp(log pi_theta - log pi_old), computed in log space (optionally clamped, as verl)."""
+
+    def __init__(self, log_ratio_clamp: float | None = None):
+        super().__init__()
+        self.log_ratio_clamp = log_ratio_clamp
 
     def forward(self, logp: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
-        return torch.exp(logp - logp_old)  # (G,)
+        return torch.exp(conv.clamp_log_ratio(logp - logp_old, self.log_ratio_clamp)[0])  # (G,)
 
 
 class ClippedSurrogate(nn.Module):
     """min(rho*A, clip(rho)*A): pessimistic bound, saturates once rho leaves the band."""
 
-    def __init__(self, clip_epsilon: float):
+    def __init__(self, eps_low: float, eps_high: float | None = None, dual_clip: float | None = None):
         super().__init__()
-        self.clip_epsilon = clip_epsilon
+        self.eps_low, self.eps_high, self.dual_clip = eps_low, eps_low if eps_high is None else eps_high, dual_clip
+        self.last: conv.Surrogate | None = None  # which clips bound, for the samples table
 
     def forward(self, ratio: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-        unclipped = ratio * advantages  # (G,)
-        clipped = torch.clamp(ratio, 1 - self.clip_epsilon, 1 + self.clip_epsilon) * advantages
-        return torch.minimum(unclipped, clipped)  # (G,)
+        self.last = conv.clipped_surrogate(ratio, advantages, self.eps_low, self.eps_high, self.dual_clip)
+        return self.last.value  # (G,)
 
 
 class ReferencePenalty(nn.Module):
-    """k3 estimate of KL(pi_theta || pi_ref) per sample (Schulman 2020); always >= 0."""
+    """KL(pi_theta || pi_ref) per sample by Schulman's k1/k2/k3 estimator (k3 >= 0)."""
+
+    def __init__(self, estimator: str = "k3", log_ratio_clamp: float | None = None, kl_clamp: float | None = None):
+        super().__init__()
+        self.estimator, self.log_ratio_clamp, self.kl_clamp = estimator, log_ratio_clamp, kl_clamp
+        self.last: conv.KLEstimate | None = None
 
     def forward(self, logp: torch.Tensor, logp_ref: torch.Tensor) -> torch.Tensor:
-        log_ratio = logp_ref - logp  # (G,)
-        return torch.exp(log_ratio) - log_ratio - 1
+        self.last = conv.kl_estimate(logp, logp_ref, self.estimator, self.log_ratio_clamp, self.kl_clamp)
+        return self.last.value
 
 
 class ToyGRPO(nn.Module):
@@ -101,18 +119,20 @@ class ToyGRPO(nn.Module):
     def __init__(self, cfg: ToyConfig):
         super().__init__()
         self.cfg = cfg
+        c = cfg.conventions
         self.policy = CompletionPolicy(cfg)
         self.old_policy = CompletionPolicy(cfg)
         self.reference_policy = CompletionPolicy(cfg)
-        self.advantages = GroupAdvantages(cfg.advantage_epsilon)
-        self.ratio = PolicyRatio()
-        self.clipped = ClippedSurrogate(cfg.clip_epsilon)
-        self.divergence = ReferencePenalty()
+        self.advantages = GroupAdvantages(c.advantage_std, c.advantage_epsilon)
+        self.ratio = PolicyRatio(c.log_ratio_clamp)
+        self.clipped = ClippedSurrogate(c.clip_epsilon, c.clip_epsilon_high, c.dual_clip)
+        self.divergence = ReferencePenalty(c.kl_estimator, c.log_ratio_clamp, c.kl_clamp)
         for frozen in (self.old_policy, self.reference_policy):
             frozen.requires_grad_(False)
 
     def forward(self, x: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> dict:
         """x: (1, F) prompt; actions: (G,) sampled choices; rewards: (G,)."""
+        c = self.cfg.conventions
         logprobs = self.policy(x)  # (1, C)
         # Frozen copies see a detached input so no gradient can reach them.
         logprobs_old = self.old_policy(x.detach())  # (1, C)
@@ -121,16 +141,31 @@ class ToyGRPO(nn.Module):
         logp_old = logprobs_old[0, actions]  # (G,)
         logp_ref = logprobs_ref[0, actions]  # (G,)
 
-        advantages = self.advantages(rewards)  # (G,)
+        if c.kl_placement == "reward":
+            # PPO-style RLHF: the KL of the sampling policy is a (constant) reward penalty.
+            divergence = self.divergence(logp_old, logp_ref)  # (G,)
+            rewards_used = rewards - c.beta * divergence
+            kl_loss_term = torch.zeros_like(divergence)
+        else:
+            divergence = self.divergence(logp, logp_ref)  # (G,)
+            rewards_used = rewards
+            kl_loss_term = divergence
+        kl_estimate = self.divergence.last
+        advantages = self.advantages(rewards_used)  # (G,)
         ratio = self.ratio(logp, logp_old)  # (G,)
         surrogate = self.clipped(ratio, advantages)  # (G,)
-        divergence = self.divergence(logp, logp_ref)  # (G,)
-        per_sample = torch.sub(surrogate, self.cfg.beta * divergence)  # (G,) sub@ToyGRPO#0
-        objective = per_sample.mean()  # J
+        if c.kl_bias_correction:  # TRL: k3 x rho, rho keeping its gradient
+            kl_loss_term = kl_loss_term * ratio
+        per_sample = torch.sub(surrogate, c.beta * kl_loss_term)  # (G,) sub@ToyGRPO#0
+        mask = torch.ones_like(per_sample).unsqueeze(-1)  # one token per completion
+        objective = conv.aggregate(per_sample.unsqueeze(-1), mask, c.loss_aggregation, c.max_length)  # J
         loss = -objective
         return {
             "logp": logp, "logp_old": logp_old, "logp_ref": logp_ref,
             "advantages": advantages, "ratio": ratio, "surrogate": surrogate,
             "divergence": divergence, "per_sample": per_sample,
             "objective": objective, "loss": loss,
+            "reward_used": rewards_used, "kl_loss_term": kl_loss_term,
+            "weights": conv.aggregation_weights(mask, c.loss_aggregation, c.max_length)[:, 0],
+            "surrogate_flags": self.clipped.last, "kl_flags": kl_estimate,
         }

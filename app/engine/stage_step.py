@@ -59,8 +59,7 @@ def _grpo_step(run: ProcessRun, stage_run: StageRun, prompt: int) -> StepResult:
     model.policy.load_state_dict(last.policy_state)
     model.old_policy.load_state_dict(last.old_state)
     model.reference_policy.load_state_dict(last.reference_state)
-    recorded = record_grpo_step(model, X[prompt:prompt + 1], last.actions[prompt], last.rewards[prompt],
-                                cfg.clip_epsilon)
+    recorded = record_grpo_step(model, X[prompt:prompt + 1], last.actions[prompt], last.rewards[prompt])
     params = GRPOParams(seed=run.seed, group_size=GROUP_SIZE, learning_rate=GRPO_LR, inner_steps=INNER_STEPS,
                         inner_step=INNER_STEPS - 1, iteration=len(stage_run.curve) - 1, prompt=prompt)
     history = _history(run, stage_run, shown=f"the stage's last update (iteration {len(stage_run.curve)}, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import quote, urlencode
 
-from ..engine.params import GRPOParams
+from ..engine.params import OFF, Conventions, GRPOParams
 from . import numbers
 
 
@@ -20,11 +20,32 @@ def _with_query(path: str, query: Mapping[str, str] | None) -> str:
     return f"{path}?{urlencode(query)}" if query else path
 
 
+def query_value(name: str, value) -> str:
+    """One parameter as its URL query value."""
+    if name == "rewards":
+        return ",".join(numbers.param(v) for v in value)
+    if value is None:
+        return OFF  # a preset's dual clip or clamp turned off
+    if isinstance(value, (bool, str)):
+        return str(value).lower()
+    return numbers.param(value)
+
+
 def params_query(params: GRPOParams) -> dict[str, str]:
     """The non-default parameters as URL query values (view state lives in the URL)."""
-    out = {}
-    for name, value in params.model_dump(exclude_defaults=True).items():
-        out[name] = ",".join(numbers.param(v) for v in value) if name == "rewards" else numbers.param(value)
+    return {name: query_value(name, value) for name, value in params.url_overrides().items()}
+
+
+COMPARE_PREFIX = "vs_"  # side B of Compare mode: vs_preset, vs_beta, ... (conventions only)
+
+
+def conventions_query(conventions: Conventions, prefix: str = COMPARE_PREFIX) -> dict[str, str]:
+    """Side B as URL query values: always its preset (so Compare mode shows in the URL even
+    when B is the default), then what differs from that preset."""
+    out = {f"{prefix}preset": conventions.preset}
+    for name, value in conventions.url_overrides().items():
+        if name != "preset":
+            out[prefix + name] = query_value(name, value)
     return out
 
 
@@ -43,6 +64,9 @@ class Urls:
 
     def tensors(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tensors", query)
+
+    def compare(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
+        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/compare", query)
 
     def api_docs(self) -> str:
         return "/docs"
