@@ -86,7 +86,8 @@ class Conventions(BaseModel):
         """Preset values for every convention not given; `clip_epsilon_high` follows clip_epsilon."""
         if not isinstance(data, dict):
             return data
-        data = {k: v for k, v in data.items() if not (v is None or v == "")}
+        # A blank form field means "not given"; an explicit None (a dump) or "none" means off.
+        data = {k: v for k, v in data.items() if not (v == "" or (v is None and k not in OPTIONAL_NUMBERS))}
         for name in OPTIONAL_NUMBERS:
             if isinstance(data.get(name), str) and data[name].strip().lower() == OFF:
                 data[name] = None
