@@ -100,12 +100,14 @@ class Conventions(BaseModel):
         data.setdefault("clip_epsilon_high", values.get("clip_epsilon_high", data["clip_epsilon"]))
         return data
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.kl_bias_correction and self.kl_placement == "reward":
-            raise ValueError("kl_bias_correction needs kl_placement=loss: a KL in the reward is "
-                             "computed from pi_old and takes no ratio")
-        return self
+    @field_validator("kl_bias_correction")
+    @classmethod
+    def _correction_needs_kl_in_loss(cls, value, info):
+        # kl_placement is declared first, so it is validated by now: the 422 names this field.
+        if value and info.data.get("kl_placement") == "reward":
+            raise ValueError("needs kl_placement=loss: a KL in the reward is computed from pi_old "
+                             "and takes no ratio")
+        return value
 
     def conventions(self) -> Conventions:
         return Conventions(**{n: getattr(self, n) for n in Conventions.model_fields})

@@ -19,7 +19,7 @@ from ..domain.catalog import Catalog, CatalogEntry
 from ..domain.process_spec import Process, ProcessCatalog, Stage
 from ..domain.snapshot import Snapshot
 from ..domain.uploads import MAX_BYTES, UploadRejected
-from ..engine.params import GRPOParams
+from ..engine.params import OPTIONAL_NUMBERS, GRPOParams
 from .errors import NotFound
 from .executor import ComputeExecutor
 from .schemas.errors import ValidationErrorBody, error
@@ -28,7 +28,14 @@ from .schemas.errors import ValidationErrorBody, error
 def _query_field(name: str, field: FieldInfo):
     # Every parameter is optional in a URL (absent = default); `rewards` travels
     # as one comma-separated string, not a repeated query key.
-    annotation = str | None if name == "rewards" else field.annotation | None
+    # A preset's dual clip or clamp is turned off with "none" (engine.params.OFF).
+    if name == "rewards":
+        annotation = str | None
+    elif name in OPTIONAL_NUMBERS:
+        # a number or "none": passed on as typed, the engine's model checks the range
+        return str | None, FieldInfo(default=None, description=field.description)
+    else:
+        annotation = field.annotation | None
     return annotation, FieldInfo.merge_field_infos(field, default=None)
 
 
