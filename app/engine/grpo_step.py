@@ -151,5 +151,6 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
     size = len(actions)
     as_lists = {k: [None] * size if v is None else as_python(v) for k, v in columns.items()}
     samples = [dict(zip(as_lists, row, strict=True)) for row in zip(*as_lists.values(), strict=True)]
-    return RecordedStep(samples, float(result["objective"].detach()), float(result["loss"].detach()), nodes,
-                        parameter_grads(model.policy))
+    # + 0.0 turns an IEEE −0.0 (the loss of an all-zero-advantage group) into 0.0 for display.
+    return RecordedStep(samples, float(result["objective"].detach()) + 0.0, float(result["loss"].detach()) + 0.0,
+                        nodes, parameter_grads(model.policy))

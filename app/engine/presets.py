@@ -6,9 +6,10 @@ The sources (file, version) are cited in docs/design.md §3 and the README.
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Final
 
 PRESET_NAMES = ("deepseekmath", "trl", "verl", "dr_grpo", "dapo")
-DEFAULT_PRESET = "deepseekmath"
+DEFAULT_PRESET: Final = "deepseekmath"
 
 _BASE = {
     "advantage_std": "population", "advantage_epsilon": 1e-4,
