@@ -1,0 +1,47 @@
+"""The models `python -m app.export --model NAME` knows: each with example inputs and choices.
+
+A target is any nn.Module with inputs that run it once; the trace needs no weights that
+mean anything (values are not exported), only the shapes and the code path.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # torch loads only when a model is built: the CLI's --help stays instant
+    from torch import nn
+
+
+@dataclass(frozen=True)
+class ExportTarget:
+    name: str
+    description: str
+    build: Callable[[], tuple[nn.Module, tuple[Any, ...]]]  # the model and example inputs for one forward pass
+    select_output: Callable[[Any], Any] = lambda out: out  # which part of forward's result is the Output node's
+    statement_modules: frozenset[str] = frozenset()  # modules drawn with one `Python` statement member
+
+
+def _toy_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
+    import torch
+
+    from ..engine.model import DTYPE, ToyConfig, ToyGRPO
+
+    model = ToyGRPO(ToyConfig()).to(dtype=DTYPE)
+    x = torch.zeros(1, model.cfg.n_features, dtype=DTYPE)  # (1, F) one prompt
+    actions = torch.arange(model.cfg.n_choices)  # (G,) one completion per choice
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0], dtype=DTYPE)[: model.cfg.n_choices]  # (G,)
+    return model, (x, actions, rewards)
+
+
+TARGETS = {
+    "toy_grpo": ExportTarget(
+        name="toy_grpo",
+        description="ToyGRPO (app/engine/model.py), the GRPO objective of the default walkthrough",
+        build=_toy_grpo,
+        # forward returns a dict of every intermediate; the graph ends at the loss (via sub@ToyGRPO#0).
+        select_output=lambda out: out["loss"],
+        # As in the user's export: the ratio and the clip are each one Python statement.
+        statement_modules=frozenset({"ratio", "clipped"}),
+    ),
+}
