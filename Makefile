@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint install install-test system-deps bench clean
+.PHONY: run test lint install install-test system-deps bench clean peers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,34 @@ lint: $(VENV)/.test-stamp
 
 test: install-test lint
 	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Peer tests (peers/, README "Peer tests: TRL and verl"): TRL's and verl's own loss and advantage
+# code, called on the app's samples. A separate venv, so the frameworks' dependency trees never
+# touch .venv. Torch first (the CPU build on disk), so neither framework pulls a CUDA build.
+# cachetools: verl.trainer.ppo.ray_trainer (apply_kl_penalty) imports it without declaring it.
+PEERS_VENV       ?= .venv-peers
+PEERS_TORCH_SPEC ?= torch==2.13.0
+PEERS_SPEC       ?= trl==1.16.0 verl==0.9.1 pytest cachetools
+PEERS_BIN := $(PEERS_VENV)/bin
+
+$(PEERS_BIN)/python:
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_BIN)/pip install --quiet --upgrade pip
+
+$(PEERS_VENV)/.torch-stamp: $(PEERS_BIN)/python
+	$(PEERS_BIN)/pip install --quiet '$(PEERS_TORCH_SPEC)'
+	echo '$(PEERS_TORCH_SPEC)' > $@
+
+$(PEERS_VENV)/.frameworks-stamp: $(PEERS_VENV)/.torch-stamp
+	$(PEERS_BIN)/pip install --quiet $(foreach spec,$(PEERS_SPEC),'$(spec)')
+	echo '$(PEERS_SPEC)' > $@
+
+$(PEERS_VENV)/.app-stamp: pyproject.toml $(PEERS_VENV)/.frameworks-stamp
+	$(PEERS_BIN)/pip install --quiet -e .
+	touch $@
+
+peers: $(PEERS_VENV)/.app-stamp
+	$(PEERS_BIN)/python -m pytest peers -q
 
 # Benchmark (bench/README.md): wrk + Chromium against the app on loopback, one table,
 # bench/results.json. BENCH_DEVICE=cuda on a GPU machine; BENCH_ARGS=--smoke for a quick check.

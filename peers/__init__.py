@@ -1,0 +1,1 @@
+"""Peer tests: TRL's and verl's own code on the app's numbers (`make peers`, README)."""
