@@ -1,31 +1,81 @@
-"""Independent GRPO arithmetic in plain Python floats (IEEE double).
+"""Independent GRPO arithmetic in plain Python floats (IEEE double) and `math` only.
 
-Written from docs/design.md §3 and DeepSeekMath eq. 3-4, without calling any engine
-helper, so the engine can be checked against it.
+Written from the papers' formulas (DeepSeekMath eq. 3-4; Schulman's k1/k2/k3 KL estimators;
+dual clip of Ye et al. 2020 as verl runs it; DAPO's clip-higher and token-level mean; Dr. GRPO's
+centre-only advantages and constant normaliser), without calling any engine helper, so the
+engine can be checked against it. Sums use math.fsum (correctly rounded), so this side's own
+rounding error is smaller than the engine's.
+
+The conventions are keyword-only arguments whose defaults are the GRPO paper's, so the
+original positional calls `grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps, beta, adv_eps)`
+and `policy_loss(...)` keep their meaning.
 """
 import math
 
 
 def log_softmax(logits):
     m = max(logits)
-    lse = m + math.log(sum(math.exp(v - m) for v in logits))
+    lse = m + math.log(math.fsum(math.exp(v - m) for v in logits))
     return [v - lse for v in logits]
 
 
 def linear(weight, bias, x):
-    return [sum(w * xi for w, xi in zip(row, x, strict=True)) + b for row, b in zip(weight, bias, strict=True)]
+    return [math.fsum([*(w * xi for w, xi in zip(row, x, strict=True)), b]) for row, b in zip(weight, bias, strict=True)]
 
 
-def advantages(rewards, eps):
-    g = len(rewards)
-    mean = sum(rewards) / g
-    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / g)  # population std
-    return [(r - mean) / (std + eps) for r in rewards]
+def mean(values):
+    """The group mean, refined once so that it is exact when all values are equal."""
+    n = len(values)
+    m = math.fsum(values) / n
+    return m + math.fsum(v - m for v in values) / n
 
 
-def clipped_surrogate(ratio, adv, clip_eps):
-    clipped = min(max(ratio, 1 - clip_eps), 1 + clip_eps)
-    return min(ratio * adv, clipped * adv)
+def std(values, kind="population"):
+    """population: sqrt(Σ(r-m)²/G) (the paper's formula); sample: Bessel's sqrt(Σ(r-m)²/(G-1))."""
+    m = mean(values)
+    squares = math.fsum((v - m) ** 2 for v in values)
+    if kind == "population":
+        return math.sqrt(squares / len(values))
+    if kind == "sample":
+        return math.sqrt(squares / (len(values) - 1))
+    raise ValueError(f"unknown std {kind!r}")
+
+
+def advantages(rewards, eps, *, std_kind="population"):
+    """A_i = (r_i - mean r) / (std r + eps); std_kind="none" (Dr. GRPO) only centres."""
+    m = mean(rewards)
+    centred = [r - m for r in rewards]
+    if std_kind == "none":
+        return centred
+    denominator = std(rewards, std_kind) + eps
+    return [c / denominator for c in centred]
+
+
+def clip(value, low, high):
+    return low if value < low else high if value > high else value
+
+
+def clipped_surrogate(ratio, adv, clip_eps, *, clip_high=None, dual_clip=None):
+    """min(ρA, clip(ρ, 1-ε_low, 1+ε_high)A); with dual clip c > 1 and A < 0, max(that, c·A)."""
+    high = clip_eps if clip_high is None else clip_high
+    value = min(ratio * adv, clip(ratio, 1 - clip_eps, 1 + high) * adv)
+    if dual_clip is not None and adv < 0:
+        value = max(value, dual_clip * adv)
+    return value
+
+
+def surrogate_terms(ratio, adv, clip_eps, clip_high=None, dual_clip=None):
+    """(value, d value / d ratio, clip_active, dual_clip_hit, below band, above band)."""
+    high = clip_eps if clip_high is None else clip_high
+    below, above = ratio < 1 - clip_eps, ratio > 1 + high
+    # The band binds when min() picks the constant clipped branch: A > 0 above it, A < 0 below it.
+    clip_active = (adv > 0 and above) or (adv < 0 and below)
+    value = clipped_surrogate(ratio, adv, clip_eps, clip_high=clip_high)
+    slope = 0.0 if clip_active else adv
+    dual_hit = dual_clip is not None and adv < 0 and value < dual_clip * adv
+    if dual_hit:
+        value, slope = dual_clip * adv, 0.0
+    return value, slope, clip_active, dual_hit, below, above
 
 
 def k3(logp, logp_ref):
@@ -33,21 +83,127 @@ def k3(logp, logp_ref):
     return math.exp(d) - d - 1
 
 
-def grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps, beta, adv_eps):
-    """Returns (loss, per-sample dicts)."""
-    adv = advantages(rewards, adv_eps)
+def kl_estimate(logp, logp_ref, estimator="k3", *, log_ratio_clamp=None, kl_clamp=None):
+    """Schulman's estimators of KL(π || π_ref) from one sample, Δ = log π_ref - log π:
+    k1 = -Δ, k2 = Δ²/2, k3 = e^Δ - Δ - 1. For k3 only, Δ clamped to ±log_ratio_clamp first, the
+    estimate to ±kl_clamp after. Returns (estimate, Δ clamped?, estimate clamped?, Δ before its clamp, estimate
+    before its clamp)."""
+    if estimator != "k3":  # the clamps guard k3's exp() (verl's low_var_kl); k1 and k2 are never clamped
+        log_ratio_clamp = kl_clamp = None
+    raw_delta = logp_ref - logp
+    delta = raw_delta if log_ratio_clamp is None else clip(raw_delta, -log_ratio_clamp, log_ratio_clamp)
+    if estimator == "k1":
+        raw = -delta
+    elif estimator == "k2":
+        raw = delta * delta / 2
+    elif estimator == "k3":
+        raw = math.exp(delta) - delta - 1
+    else:
+        raise ValueError(f"unknown estimator {estimator!r}")
+    value = raw if kl_clamp is None else clip(raw, -kl_clamp, kl_clamp)
+    delta_hit = log_ratio_clamp is not None and abs(raw_delta) > log_ratio_clamp
+    value_hit = kl_clamp is not None and abs(raw) > kl_clamp
+    return value, delta_hit, value_hit, raw_delta, raw
+
+
+def aggregation_weights(lengths, mode="sample_mean", max_length=1):
+    """What one token of completion i counts for: loss = -Σ_i Σ_t w_i·(L_it - β·KL_it).
+    sample_mean 1/(G·|o_i|) (GRPO paper), token_mean 1/Σ|o| (DAPO), token_sum_norm 1/(G·max_length)
+    (Dr. GRPO)."""
+    g = len(lengths)
+    if mode == "sample_mean":
+        return [1 / (g * n) for n in lengths]
+    if mode == "token_mean":
+        total = sum(lengths)
+        return [1 / total for _ in lengths]
+    if mode == "token_sum_norm":
+        return [1 / (g * max_length) for _ in lengths]
+    raise ValueError(f"unknown loss_aggregation {mode!r}")
+
+
+def grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps=0.2, beta=0.04, adv_eps=1e-4, *,
+              advantage_std="population", clip_high=None, dual_clip=None, kl_estimator="k3",
+              kl_placement="loss", kl_bias_correction=False, log_ratio_clamp=None, kl_clamp=None,
+              loss_aggregation="sample_mean", max_length=1):
+    """Returns (loss, per-sample dicts) for one-token completions.
+
+    kl_placement="reward": r'_i = r_i - β·KL(π_old, π_ref) feeds the advantages and the loss has no
+    KL term; "loss": the loss has β·KL(π, π_ref), times ρ with kl_bias_correction (TRL).
+    """
+    if kl_placement not in ("loss", "reward"):
+        raise ValueError(f"unknown kl_placement {kl_placement!r}")
+    if kl_bias_correction and kl_placement == "reward":
+        raise ValueError("kl_bias_correction needs kl_placement=loss")
+    kl_of = logp_old if kl_placement == "reward" else logp
+    kls = [kl_estimate(lp, lr, kl_estimator, log_ratio_clamp=log_ratio_clamp, kl_clamp=kl_clamp)
+           for lp, lr in zip(kl_of, logp_ref, strict=True)]
+    if kl_placement == "reward":
+        rewards_used = [r - beta * kl[0] for r, kl in zip(rewards, kls, strict=True)]
+    else:
+        rewards_used = list(rewards)
+    adv = advantages(rewards_used, adv_eps, std_kind=advantage_std)
+    weights = aggregation_weights([1] * len(rewards), loss_aggregation, max_length)
     rows = []
-    for lp, lo, lr, a in zip(logp, logp_old, logp_ref, adv, strict=True):
-        ratio = math.exp(lp - lo)
-        surrogate = clipped_surrogate(ratio, a, clip_eps)
-        div = k3(lp, lr)
-        rows.append({"advantage": a, "ratio": ratio, "clipped": surrogate, "divergence": div,
-                     "objective": surrogate - beta * div})
-    objective = sum(r["objective"] for r in rows) / len(rows)
-    return -objective, rows
+    for lp, lo, a, r_used, w, kl in zip(logp, logp_old, adv, rewards_used, weights, kls, strict=True):
+        log_ratio = lp - lo
+        ratio_clamped = log_ratio_clamp is not None and abs(log_ratio) > log_ratio_clamp
+        if ratio_clamped:
+            log_ratio = clip(log_ratio, -log_ratio_clamp, log_ratio_clamp)
+        ratio = math.exp(log_ratio)
+        value, slope, clip_active, dual_hit, below, above = surrogate_terms(ratio, a, clip_eps, clip_high, dual_clip)
+        divergence, delta_hit, kl_hit, raw_delta, raw_kl = kl
+        if kl_placement == "reward":
+            kl_term, kl_used = 0.0, divergence
+        else:
+            kl_term = divergence * ratio if kl_bias_correction else divergence
+            kl_used = kl_term
+        # d(L_i - β·KL term_i)/dρ: the surrogate's slope, and -β·KL when the KL term carries ρ.
+        slope_total = slope - (beta * divergence if kl_bias_correction else 0.0)
+        rows.append({
+            "reward_used": r_used, "advantage": a, "ratio": ratio, "clipped": value,
+            "divergence": divergence, "kl_used": kl_used,
+            "kl_rho_factor": ratio if kl_bias_correction else None,
+            "objective": value - beta * kl_term, "weight": w,
+            "clip_active": clip_active, "dual_clip_hit": dual_hit, "ratio_clamped": ratio_clamped,
+            "kl_log_ratio_clamped": delta_hit, "kl_clamped": kl_hit,
+            "d_objective_d_ratio": slope_total, "kl_unclamped": raw_kl,
+            # Which side of every kink this sample sits on: a finite difference is only valid
+            # where none of these changes within its step.
+            "branches": (below, above, dual_hit, ratio_clamped, ratio_clamped and lp > lo,
+                         delta_hit, delta_hit and raw_delta > 0, kl_hit, kl_hit and raw_kl > 0),
+        })
+    loss = -math.fsum(r["weight"] * r["objective"] for r in rows)
+    return loss, rows
 
 
-def policy_loss(weight, bias, x, actions, logp_old, logp_ref, rewards, clip_eps, beta, adv_eps):
-    """The loss as a function of the policy's parameters, for finite differences."""
+def ratio_grads(rows):
+    """d loss / d ρ_i = -w_i·d(L_i - β·KL term_i)/dρ_i."""
+    return [-r["weight"] * r["d_objective_d_ratio"] for r in rows]
+
+
+def policy_rows(weight, bias, x, actions, logp_old, logp_ref, rewards, clip_eps=0.2, beta=0.04, adv_eps=1e-4,
+                **conventions):
+    """(loss, rows) as a function of the policy's parameters."""
     lps = log_softmax(linear(weight, bias, x))
-    return grpo_loss([lps[a] for a in actions], logp_old, logp_ref, rewards, clip_eps, beta, adv_eps)[0]
+    return grpo_loss([lps[a] for a in actions], logp_old, logp_ref, rewards, clip_eps, beta, adv_eps,
+                     **conventions)
+
+
+def policy_loss(weight, bias, x, actions, logp_old, logp_ref, rewards, clip_eps=0.2, beta=0.04, adv_eps=1e-4,
+                **conventions):
+    """The loss as a function of the policy's parameters, for finite differences."""
+    return policy_rows(weight, bias, x, actions, logp_old, logp_ref, rewards, clip_eps, beta, adv_eps,
+                       **conventions)[0]
+
+
+def conventions_kwargs(conventions):
+    """The keyword arguments of grpo_loss for a mapping of the engine's convention field names
+    (a plain dict: preset, advantage_std, advantage_epsilon, clip_epsilon, ...)."""
+    c = dict(conventions)
+    return {
+        "clip_eps": c["clip_epsilon"], "beta": c["beta"], "adv_eps": c["advantage_epsilon"],
+        "advantage_std": c["advantage_std"], "clip_high": c["clip_epsilon_high"], "dual_clip": c["dual_clip"],
+        "kl_estimator": c["kl_estimator"], "kl_placement": c["kl_placement"],
+        "kl_bias_correction": c["kl_bias_correction"], "log_ratio_clamp": c["log_ratio_clamp"],
+        "kl_clamp": c["kl_clamp"], "loss_aggregation": c["loss_aggregation"], "max_length": c["max_length"],
+    }

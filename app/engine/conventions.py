@@ -15,11 +15,15 @@ import torch
 def group_advantages(rewards: torch.Tensor, std: str, eps: float) -> torch.Tensor:
     """(G,) -> (G,). `population` (DeepSeekMath as written), `sample` (Bessel: TRL and verl
     both call torch's unbiased std), `none` (Dr. GRPO: centre only, eps unused)."""
-    centred = rewards - rewards.mean()
+    mean = rewards.mean()
+    # One refinement step: torch's rounded mean of three 0.1s is not 0.1, which left an equal
+    # group ~1e-17 off zero (A = -1 at eps = 1e-300). Refined, an equal group centres to exactly
+    # 0, so A = 0 whatever eps is; elsewhere it only makes the mean more accurate.
+    mean = mean + (rewards - mean).mean()
+    centred = rewards - mean
     if std == "none":
         return centred
     if std == "population":
-        # An equal-reward group has centred = 0 exactly, so A = 0 whatever eps is.
         return centred / (rewards.std(unbiased=False) + eps)
     if std == "sample":
         return centred / (rewards.std(unbiased=True) + eps)
@@ -68,8 +72,11 @@ class KLEstimate:
 def kl_estimate(logp: torch.Tensor, logp_ref: torch.Tensor, estimator: str,
                 log_ratio_bound: float | None = None, kl_bound: float | None = None) -> KLEstimate:
     """Schulman's estimators of KL(π_θ || π_ref) from one sample, with Δ = log π_ref − log π_θ:
-    k1 = −Δ, k2 = Δ²/2, k3 = exp(Δ) − Δ − 1 (≥ 0). Clamps as in verl's low_var_kl:
-    Δ to ±log_ratio_bound before exp(), the value to ±kl_bound."""
+    k1 = −Δ, k2 = Δ²/2, k3 = exp(Δ) − Δ − 1 (≥ 0). The clamps guard k3's exp() as verl's
+    low_var_kl does (Δ to ±log_ratio_bound, the value to ±kl_bound); like verl, k1 and k2 are
+    never clamped (they cannot overflow)."""
+    if estimator != "k3":
+        log_ratio_bound = kl_bound = None
     delta, ratio_hit = clamp_log_ratio(logp_ref - logp, log_ratio_bound)
     if estimator == "k1":
         value = -delta

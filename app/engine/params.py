@@ -68,10 +68,12 @@ class Conventions(BaseModel):
         description="Multiply the KL term by the ratio rho (TRL's use_bias_correction_kl, on by default).",
     )] = False
     log_ratio_clamp: Annotated[float | None, Field(gt=0, le=1000, allow_inf_nan=False,
-        description="Clamp log-ratios (policy/old and ref/policy) to ±this before exp() (verl: 20). "
+        description="Clamp log-ratios to ±this before exp(): the policy ratio's, and k3's ref/policy "
+                    "(verl: 20; k1 and k2 are never clamped). "
                     "Absent or \"none\": off.")] = None
     kl_clamp: Annotated[float | None, Field(gt=0, le=1e6, allow_inf_nan=False,
-        description="Clamp the KL estimate to ±this (verl's low_var_kl: 10). Absent or \"none\": off.")] = None
+        description="Clamp the k3 estimate to ±this (verl's low_var_kl: 10; k1 and k2 are never "
+                    "clamped). Absent or \"none\": off.")] = None
     loss_aggregation: Annotated[Literal["sample_mean", "token_mean", "token_sum_norm"], Field(
         description="sample_mean: mean over each completion's tokens, then over the group (GRPO paper); "
                     "token_mean: over all tokens of the group (DAPO, TRL dapo/bnpo, verl token-mean); "
