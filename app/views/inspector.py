@@ -36,6 +36,7 @@ class FilledLine:
     choice: int
     text: str  # "ρ₃ = exp(−1.204 − (−1.386)) = 1.200"
     clip_active: bool
+    dual_clip_hit: bool = False  # A < 0 and the dual clip's floor c·A bound
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ def _charts(node_id: str, record: NodeRecord | None, result: StepResult | None,
         charts["advantage_chart"] = advantage_bars([s["advantage"] for s in samples], [s["reward"] for s in samples],
                                                    [s["clip_active"] for s in samples], labels)
     if result.kind == "grpo" and (node_id in CLIP_NODES or step_id == "clip"):
-        charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples, labels)
+        charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples, labels,
+                                         epsilon_high=result.params.clip_epsilon_high)
     return charts
 
 
@@ -151,11 +153,19 @@ def _sample_lines(snapshot: Snapshot, node_id: str, result: StepResult | None, l
     lines: dict = {}
     filled = [(i, s, filled_formula(snapshot, node_id, result, i)) for i, s in shown]
     if all(text is not None for *_, text in filled):
-        lines["filled"] = tuple(FilledLine(i, s["action"], text or "", bool(s["clip_active"]))
+        lines["filled"] = tuple(FilledLine(i, s["action"], text or "", bool(s["clip_active"]),
+                                           bool(s.get("dual_clip_hit")))
                                 for i, s, text in filled)
     if node_id == "advantages":
         lines["reward_inputs"] = tuple(RewardInput(i, s["action"], labels[i], s["reward"]) for i, s in shown)
     return lines
+
+
+def _meaning(snapshot: Snapshot, node_id: str, result: StepResult | None) -> NodeMeaning:
+    """Under a GRPO run, the formulas of the run's conventions and the loss's aggregation note."""
+    if result is None or result.kind != "grpo":
+        return node_meaning(snapshot, node_id)
+    return node_meaning(snapshot, node_id, result.params.conventions(), len(result.samples))
 
 
 def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
@@ -173,7 +183,7 @@ def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
     layer_type = node.metadata.layer_type
     labels = sample_choice_labels(result) if result is not None else ()
     return InspectorView(
-        node_id=node_id, meaning=node_meaning(snapshot, node_id), kind=node.kind, op=node.op,
+        node_id=node_id, meaning=_meaning(snapshot, node_id, result), kind=node.kind, op=node.op,
         description=layer_type.description if layer_type else None,
         params=dict(node.params), parent_id=node.parent_id, members=list(node.members),
         incoming=incoming, outgoing=outgoing, record=record,

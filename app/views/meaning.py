@@ -18,8 +18,10 @@ from typing import Any
 
 from ..domain.snapshot import Node, Snapshot
 from ..domain.toy_task import ROLE_LABELS, ToyPrompt
+from ..engine.params import Conventions
 from ..engine.records import StepResult
-from .numbers import MINUS, param, significant
+from . import convention_text as ct
+from .numbers import MINUS
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class NodeMeaning:
     display_name: str  # e.g. "Policy ratio ρ"
     formula: str | None  # None where the model defines none
     summary: str  # one plain sentence
+    note: str | None = None  # one more sentence where the conventions need it (the loss's aggregation)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Known:
     symbol: str = ""  # a policy's symbol (π_θ), used by its members' names
     statement: str = ""  # what the module's single Python statement is called
     filled: str | None = None  # which per-sample formula `filled_formula` writes
+    convention: str | None = None  # which formula of convention_text.FORMULAS replaces `formula`
 
 
 # The one table: ToyGRPO's module templates (an instance id refines a shared template),
@@ -61,31 +65,33 @@ TOY_GRPO: dict[str, Known] = {
     "model::GroupAdvantages": Known(
         "Group advantages A", f"A_i = (r_i {MINUS} mean(r)) / (std_pop(r) + ε_A)",
         "How much better each answer's reward is than its group's average, in units of the group's spread: "
-        "positive means “do more of this”, negative “do less”."),  # not filled: mean(r), std(r) unrecorded
+        "positive means “do more of this”, negative “do less”.", convention="advantages"),
+    # not filled: mean(r), std(r) unrecorded
     "model::PolicyRatio": Known(
         "Policy ratio ρ", f"ρ_i = exp(log π_θ(o_i|q) {MINUS} log π_old(o_i|q))",
         "How many times more likely the current policy makes each sampled answer than the old policy that "
-        "sampled it; 1 means unchanged.", statement="ratio", filled="ratio"),
+        "sampled it; 1 means unchanged.", statement="ratio", filled="ratio", convention="ratio"),
     "model::ClippedSurrogate": Known(
         "Clipped surrogate L", f"L_i = min(ρ_i·A_i, clip(ρ_i, 1{MINUS}ε, 1+ε)·A_i)",
         f"Each answer's push, ratio times advantage, capped once the ratio leaves [1{MINUS}ε, 1+ε] in the "
         "direction the advantage pushes, so that one update cannot overshoot.",
-        statement="clipped-surrogate", filled="clipped"),
+        statement="clipped-surrogate", filled="clipped", convention="clipped"),
     "model::ReferencePenalty": Known(
-        "Reference divergence D (k3)",
+        "Reference divergence D",
         f"D_i = exp(log π_ref {MINUS} log π_θ) {MINUS} (log π_ref {MINUS} log π_θ) {MINUS} 1",
         "A per-answer estimate of how far the policy has drifted from the reference policy: never negative, "
-        "and 0 where the two agree.", filled="divergence"),
+        "and 0 where the two agree.", filled="divergence", convention="divergence"),
     "Input": Known(
         "Prompt features x", None,
         "The prompt, written as a few numbers that all three policy copies read."),
     "torch.sub": Known(
         f"Per-sample objective L {MINUS} βD", f"L_i {MINUS} β·D_i",
         "Each answer's capped push minus β times its drift penalty; training raises the average of these.",
-        filled="objective"),
+        filled="objective", convention="objective"),
     "Output": Known(
         "Loss", f"loss = {MINUS}J = {MINUS}(1/G) Σ_i (L_i {MINUS} β·D_i)",
-        "The one number training lowers: minus the average of the per-sample objectives."),
+        "The one number training lowers: minus the average of the per-sample objectives.",
+        convention="output"),
 }
 TOY_TEMPLATES = frozenset(k for k in TOY_GRPO if k.startswith("model::"))
 TOY_MODEL = "ToyGRPO"  # the owner in ids such as sub@ToyGRPO#0 (op@Owner#k)
@@ -166,7 +172,7 @@ def _generic(node: Node) -> NodeMeaning:
                        None, f"{described.rstrip('.')}." if described else f"A {node.op} operation.")
 
 
-def _member(node: Node, parent: Known) -> NodeMeaning | None:
+def _member(node: Node, parent: Known, c: Conventions) -> NodeMeaning | None:
     """A layer inside one of ToyGRPO's modules, named after what the module makes of it."""
     if node.op == "Linear" and parent.symbol:
         return NodeMeaning(f"Logits of {parent.symbol}", "z = W x + b",
@@ -179,21 +185,34 @@ def _member(node: Node, parent: Known) -> NodeMeaning | None:
                            "they sum to 1.")
     if node.op == "Python" and parent.statement:
         module = parent.name[:1].lower() + parent.name[1:]
-        return NodeMeaning(f"The {parent.statement} expression", parent.formula,
+        return NodeMeaning(f"The {parent.statement} expression", _formula(parent, c),
                            f"The one statement of the {module} module; the file keeps no source for it, "
                            "so it shows the module's output.")
     return None
 
 
-def node_meaning(snapshot: Snapshot, node_id: str) -> NodeMeaning:
+def _formula(entry: Known, c: Conventions) -> str | None:
+    return ct.FORMULAS[entry.convention](c) if entry.convention else entry.formula
+
+
+_PAPER = Conventions()
+
+
+def node_meaning(snapshot: Snapshot, node_id: str, conventions: Conventions | None = None,
+                 group_size: int | None = None) -> NodeMeaning:
+    """The node's name, formula and sentence; ToyGRPO's formulas follow `conventions` (the
+    paper's when None), and with `group_size` the loss says how its aggregation weighs."""
+    c = conventions or _PAPER
     node = snapshot.node_map.get(node_id)
     if node is None:
         return NodeMeaning(_humanise(node_id), None, "A node this graph does not describe.")
     own, parent = _known(snapshot, node)
     if own is not None:
-        return NodeMeaning(own.name, own.formula, own.summary)
+        summary = ct.summary(own.convention, c) if own.convention else None
+        note = ct.aggregation_note(c, group_size) if own.convention == "output" and group_size else None
+        return NodeMeaning(own.name, _formula(own, c), summary or own.summary, note)
     if parent is not None:
-        member = _member(node, parent)
+        member = _member(node, parent, c)
         if member is not None:
             return member
     return _generic(node)
@@ -212,7 +231,6 @@ _NODE_OF = {"advantage": "advantages", "ratio": "ratio", "clipped": "clipped", "
             "objective": "sub@ToyGRPO#0"}
 _ROW_OF = {"logp": "policy.log_probabilities", "logp_old": "old_policy.log_probabilities",
            "logp_ref": "reference_policy.log_probabilities"}
-_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def _number(value: Any) -> float | None:
@@ -235,38 +253,9 @@ def _recorded(result: StepResult, i: int, key: str) -> float | None:
     return None
 
 
-def _n(value: float) -> str:
-    return significant(value, 4)
-
-
-def _term(value: float) -> str:
-    """A number after a minus or a times sign: negative ones in parentheses."""
-    return f"({_n(value)})" if _n(value).startswith(MINUS) else _n(value)
-
-
-def _write(kind: str, i: int, v: dict[str, float], eps: str, beta: str) -> str | None:
-    k = str(i).translate(_SUBSCRIPTS)
-    if kind == "ratio":
-        return f"ρ{k} = exp({_n(v['logp'])} {MINUS} {_term(v['logp_old'])}) = {_n(v['ratio'])}"
-    if kind == "clipped":
-        rho, a = _n(v["ratio"]), _term(v["advantage"])
-        return (f"L{k} = min({rho} · {a}, clip({rho}, 1 {MINUS} {eps}, 1 + {eps}) · {a}) "
-                f"= {_n(v['clipped'])}")
-    if kind == "divergence":
-        delta = f"{_n(v['logp_ref'])} {MINUS} {_term(v['logp'])}"
-        return f"D{k} = exp({delta}) {MINUS} ({delta}) {MINUS} 1 = {_n(v['divergence'])}"
-    if kind == "objective":
-        return (f"L{k} {MINUS} β·D{k} = {_n(v['clipped'])} {MINUS} {beta} · {_term(v['divergence'])} "
-                f"= {_n(v['objective'])}")
-    return None
-
-
-_NEEDS = {"ratio": ("logp", "logp_old", "ratio"), "clipped": ("ratio", "advantage", "clipped"),
-          "divergence": ("logp_ref", "logp", "divergence"), "objective": ("clipped", "divergence", "objective")}
-
-
 def filled_formula(snapshot: Snapshot, node_id: str, result: StepResult, i: int) -> str | None:
-    """The node's formula with sample i's recorded numbers, e.g. "ρ₃ = exp(−1.204 − (−1.386)) = 1.200".
+    """The node's formula with sample i's recorded numbers, e.g. "ρ₃ = exp(−1.204 − (−1.386)) = 1.200",
+    under the run's conventions (app/views/convention_text.py writes it).
 
     None when the node has no per-sample formula, takes no part in the shown step, or a
     number it needs was not recorded."""
@@ -278,8 +267,10 @@ def filled_formula(snapshot: Snapshot, node_id: str, result: StepResult, i: int)
     record = result.nodes.get(node_id)
     if entry is None or entry.filled is None or (record is not None and record.inactive_reason):
         return None
-    values = {key: _recorded(result, i, key) for key in _NEEDS[entry.filled]}
+    c = result.params.conventions()
+    values = {key: _recorded(result, i, key) for key in ct.needs(entry.filled, c)}
     present = {key: value for key, value in values.items() if value is not None}
     if len(present) != len(values):
         return None
-    return _write(entry.filled, i, present, param(result.params.clip_epsilon), param(result.params.beta))
+    flags = {k: v for k, v in result.samples[i].items() if isinstance(v, bool)}
+    return ct.filled_line(entry.filled, i, present, flags, c)

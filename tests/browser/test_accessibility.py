@@ -62,6 +62,8 @@ def test_every_control_has_an_accessible_name(page):
                 "/walkthroughs/other/steps/second"):
         page.goto(url)
         wait_settled(page)
+        # folded controls (the form's "More conventions") are named too: unfold them to check
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         controls = page.locator(INTERACTIVE)
         count = controls.count()
         assert count > 20, url

@@ -491,3 +491,15 @@ def test_inspector_builds_the_charts_the_template_draws(run):
     assert build_inspector(snapshot, "input", run, "clip").clip_chart is not None  # the clip step shows it
     plain = build_inspector(snapshot, "input", run, "policy")
     assert (plain.probability_charts, plain.advantage_chart, plain.clip_chart) == ((), None, None)
+
+
+def test_clip_plot_draws_an_asymmetric_band():
+    """DAPO's clip-higher: the band is [1−ε, 1+ε_high], and the A > 0 curve breaks at 1+ε_high."""
+    from app.engine.grpo_step import run_grpo_step
+    from app.engine.params import GRPOParams
+    from app.views.charts.clip_plot import clip_plot
+    run = run_grpo_step(GRPOParams(preset="dapo", rewards=(1, 0, 0, 1, 0, 0, 1, 0)))
+    plot = clip_plot(0.2, run.samples, epsilon_high=0.28)
+    assert plot.band_labels[1].text == "1+ε_high = 1.28" and "[0.8, 1.28]" in plot.caption
+    assert (1.28, 1.28) in plot.curves[0].points and (0.8, -0.8) in plot.curves[1].points
+    assert clip_plot(0.2, run.samples).band_labels[1].text == "1+ε = 1.2"

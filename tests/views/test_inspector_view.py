@@ -135,3 +135,96 @@ def test_a_stage_table_names_the_choices(client):
     assert rows and all(row["tabindex"] == "0" for row in rows)
     cells = [row.select_one("td.choice").get_text() for row in rows]
     assert all(" · " in c for c in cells) and "2 · readable correct" in cells  # prompt 0's correct choice
+
+
+# ------------------------------------------------------------------ the conventions in the group table
+# (app/views/sample_table.py: a column shows only where it carries information)
+
+DEFAULT_COLUMNS = ["reward", "advantage", "ratio", "clipped", "divergence", "objective", "ratio_grad", "clip"]
+
+
+def table_of(**params):
+    from app.views.sample_table import build_sample_table
+    return build_sample_table(run_grpo_step(GRPOParams(**params)))
+
+
+def keys(table) -> list[str]:
+    return [c.key for c in table.columns]
+
+
+def test_the_papers_table_keeps_its_columns():
+    table = table_of()
+    assert keys(table) == DEFAULT_COLUMNS
+    assert table.columns[1].sub == "÷ population std" and table.columns[4].sub == "k3"
+    assert table.conventions == "Conventions: DeepSeekMath paper."
+    assert "population std + 0.0001" in table.in_force and "w = 1/G = 0.125" in table.in_force
+
+
+def test_each_convention_adds_only_its_own_columns():
+    trl = table_of(preset="trl", beta=0.04)
+    assert keys(trl) == ["reward", "advantage", "ratio", "clipped", "divergence", "kl_rho_factor", "kl_used",
+                         "objective", "weight", "ratio_grad", "clip"]
+    assert trl.columns[1].sub == "÷ sample std" and trl.conventions == (
+        "Conventions: TRL 1.16 defaults (β overridden to 0.04).")
+    assert "× ρ" in trl.in_force and "token_mean" in trl.in_force
+    reward = table_of(kl_placement="reward")
+    assert keys(reward) == ["reward", "reward_used", "advantage", "ratio", "clipped", "divergence", "objective",
+                            "ratio_grad", "clip"]
+    assert reward.columns[5].sub == "k3 of π_old, in the reward" and "in the reward" in reward.in_force
+    verl = table_of(preset="verl")
+    assert keys(verl) == ["reward", "advantage", "ratio", "clipped", "divergence", "objective", "weight",
+                          "ratio_grad", "clip", "clamps"]
+    assert verl.columns[-2].header == "clip / dual clip" and verl.columns[3].sub == "floor 3·A if A < 0"
+    assert table_of(preset="dr_grpo").columns[1].sub == "no ÷ std"
+    several = table_of(preset="trl", beta=0.04, kl_estimator="k2")
+    assert several.conventions == "Conventions: TRL 1.16 defaults (β overridden to 0.04, KL estimator to k2)."
+
+
+def test_flags_are_words_not_colour():
+    dual = table_of(**{"seed": 0, "beta": 0.5, "learning_rate": 1, "inner_step": 2, "dual_clip": 1.01})
+    clip = keys(dual).index("clip")
+    hits = [r for r in dual.rows if r.cells[clip].text.startswith("⌊ dual clip")]
+    assert hits, "the dual clip binds for some sample here"
+    grad = keys(dual).index("ratio_grad")
+    assert all(r.cells[grad].text == "(saturated)" for r in hits)
+    clamps = table_of(log_ratio_clamp=0.1, kl_clamp=0.05)
+    column = keys(clamps).index("clamps")
+    texts = {r.cells[column].text for r in clamps.rows}
+    assert texts and all(t.startswith("⇥ ") and t.endswith(" clamped") for t in texts), texts
+    assert any("ρ" in t for t in texts)
+
+
+def test_page_shows_the_conventions_next_to_the_loss(client):
+    r = client.get("/walkthroughs/toy_grpo/steps/clip?node=output&preset=trl&beta=0.04")
+    assert r.status_code == 200, r.text
+    doc = BeautifulSoup(r.text, "html.parser")
+    line = doc.select_one("#inspector #conventions-line")
+    assert line.get_text() == "Conventions: TRL 1.16 defaults (β overridden to 0.04)."
+    history = line.find_previous_sibling("p")
+    assert "loss = −J" in history.get_text()  # right under the loss
+    heads = [th["data-column"] for th in doc.select("#group-table thead th[data-column]")]
+    assert "kl_rho_factor" in heads and "kl_used" in heads and "weight" in heads
+    assert doc.select_one("#inspector .meaning-note").get_text().startswith("Each completion is one token long")
+    formula = doc.select_one("#inspector .formula code").get_text()
+    assert formula == "loss = −J = −Σ_i w_i·(L_i − β·ρ_i·D_i), w_i = 1/Σ_j |o_j| = 1/G"
+    rows = doc.select("#group-table tbody tr")
+    api = client.get("/api/walkthroughs/toy_grpo/tensors", params={"preset": "trl", "beta": 0.04}).json()
+    for row, sample in zip(rows, api["samples"], strict=True):
+        cells = [float(c["data-value"]) for c in row.select(".num")]
+        assert cells == [sample[k] for k in ("reward", "advantage", "ratio", "clipped", "divergence",
+                                             "kl_rho_factor", "kl_used", "objective", "weight", "ratio_grad")]
+
+
+def test_default_page_has_no_new_columns(client):
+    doc = page(client, "clip", "clipped")
+    assert [th["data-column"] for th in doc.select("#group-table thead th[data-column]")] == DEFAULT_COLUMNS
+    assert doc.select_one("#conventions-line").get_text() == "Conventions: DeepSeekMath paper."
+
+
+def test_a_clipped_sample_under_trls_kl_times_rho_is_not_called_saturated():
+    table = table_of(preset="trl", beta=0.04)
+    grad = keys(table).index("ratio_grad")
+    clipped = [r for r in table.rows if r.clip_active]
+    assert clipped and all(r.cells[grad].text == "(KL × ρ only)" and r.cells[grad].value != 0 for r in clipped)
+    assert "only the KL × ρ term's gradient is left" in table.caption
+    assert "exactly 0" in table_of().caption and "dual clip" in table_of(preset="verl").caption

@@ -37,6 +37,7 @@ def run():
 
 
 def one_sentence(text: str) -> bool:
+    text = text.replace("Dr. GRPO", "Dr GRPO")  # a name, not the end of a sentence
     return text.endswith(".") and ". " not in text and len(text) > 30
 
 
@@ -219,3 +220,130 @@ def test_any_graph_gets_names_without_an_exception(nodes):
     for node in snap.nodes:
         m = node_meaning(snap, node.node_id)
         assert m.display_name.strip() and m.summary.strip()
+
+
+# ------------------------------------------------------------------ the conventions in force
+# (app/views/convention_text.py: the formulas follow the request's preset and overrides)
+
+DUAL_CLIP_HIT = dict(seed=0, beta=0.5, learning_rate=1, inner_step=2, dual_clip=1.01)
+CONVENTION_RUNS = {
+    "trl": dict(preset="trl", beta=0.04),
+    "verl": dict(preset="verl", rewards=(1, 0, 0, 0, 0, 0, 0, 0)),
+    "dapo": dict(preset="dapo", rewards=(1, 0, 0, 1, 0, 0, 1, 0)),
+    "dr_grpo": dict(preset="dr_grpo"),
+    "reward_k1": dict(kl_placement="reward", kl_estimator="k1"),
+    "k2_clamps": dict(kl_estimator="k2", log_ratio_clamp=0.1, kl_clamp=0.05),  # k2 is never clamped
+    "k3_clamps": dict(log_ratio_clamp=0.1, kl_clamp=0.05),
+    "dual_clip_hit": DUAL_CLIP_HIT,
+}
+
+
+def formulas(**conventions) -> dict[str, str]:
+    c = GRPOParams(**conventions).conventions()
+    return {n: node_meaning(SEED, n, c, 8).formula for n in REQUIRED}
+
+
+def test_the_papers_conventions_give_the_designs_formulas():
+    assert formulas() == REQUIRED
+    assert formulas(preset="deepseekmath") == REQUIRED
+
+
+def test_formulas_follow_the_conventions():
+    trl = formulas(preset="trl")
+    assert trl["advantages"] == f"A_i = (r_i {MINUS} mean(r)) / (std_sample(r) + ε_A)"
+    assert trl["sub@ToyGRPO#0"] == f"L_i {MINUS} β·ρ_i·D_i (× ρ: TRL's bias correction)"
+    assert trl["output"] == f"loss = {MINUS}J = {MINUS}Σ_i w_i·(L_i {MINUS} β·ρ_i·D_i), w_i = 1/Σ_j |o_j| = 1/G"
+    dapo = formulas(preset="dapo")
+    assert dapo["clipped"] == (f"L_i = min(ρ_i·A_i, clip(ρ_i, 1{MINUS}0.2, 1+0.28)·A_i), "
+                               "floored at 10·A_i where A_i < 0 (dual clip)")
+    assert dapo["ratio"] == f"ρ_i = exp(clamp(log π_θ(o_i|q) {MINUS} log π_old(o_i|q), ±20))"
+    verl = formulas(preset="verl")
+    assert verl["divergence"] == (f"D_i = clamp(exp(Δ_i) {MINUS} Δ_i {MINUS} 1, ±10) (k3), "
+                                  f"Δ_i = clamp(log π_ref {MINUS} log π_θ, ±20)")
+    assert formulas(preset="dr_grpo")["advantages"] == f"A_i = r_i {MINUS} mean(r)"
+    assert formulas(preset="dr_grpo", max_length=16)["output"].endswith("w_i = 1/(G·max_length) = 1/(G·16)")
+    assert formulas(kl_estimator="k1")["divergence"] == f"D_i = {MINUS}Δ_i (k1), Δ_i = log π_ref {MINUS} log π_θ"
+    assert formulas(kl_estimator="k2")["divergence"] == f"D_i = Δ_i²/2 (k2), Δ_i = log π_ref {MINUS} log π_θ"
+    reward = formulas(kl_placement="reward")
+    assert reward["advantages"] == (f"A_i = (r'_i {MINUS} mean(r')) / (std_pop(r') + ε_A), "
+                                    f"r'_i = r_i {MINUS} β·D_i(π_old)")
+    assert "log π_old" in reward["divergence"] and "π_θ" not in reward["divergence"]
+    assert reward["sub@ToyGRPO#0"] == f"L_i {MINUS} β·0 = L_i (the KL went into the reward)"
+    assert reward["output"] == f"loss = {MINUS}J = {MINUS}(1/G) Σ_i L_i"
+    # a Python member says what its module says
+    c = GRPOParams(preset="dapo").conventions()
+    assert node_meaning(SEED, "python@clipped#0", c).formula == dapo["clipped"]
+
+
+@pytest.mark.parametrize("preset", ["deepseekmath", "trl", "verl", "dr_grpo", "dapo"])
+def test_every_preset_keeps_one_sentence_per_node(preset):
+    for extra in ({}, {"kl_placement": "reward", "kl_bias_correction": False}, {"kl_estimator": "k1"}):
+        c = GRPOParams(preset=preset, **extra).conventions()
+        for node in SEED.nodes:
+            m = node_meaning(SEED, node.node_id, c, 8)
+            assert one_sentence(m.summary), (preset, extra, node.node_id, m.summary)
+            assert m.display_name == node_meaning(SEED, node.node_id).display_name  # the graph's name
+
+
+def test_the_loss_says_the_aggregations_coincide_on_one_token():
+    note = node_meaning(SEED, "output", GRPOParams().conventions(), 8).note
+    assert note is not None and one_sentence(note)
+    assert "one token" in note and "coincide" in note and "1/G = 0.125" in note
+    longer = node_meaning(SEED, "output", GRPOParams(preset="dr_grpo", max_length=4).conventions(), 8).note
+    assert "1/(G·max_length) = 0.03125" in longer and "1/G = 0.125" in longer
+    assert node_meaning(SEED, "output").note is None  # no run, no G: nothing to say
+    assert all(node_meaning(SEED, n, GRPOParams().conventions(), 8).note is None for n in REQUIRED if n != "output")
+
+
+def evaluate_general(expression: str) -> float:
+    """`evaluate`, with the conventions' max (dual clip), clamp and ² (k2) too."""
+    py = expression.replace(MINUS, "-").replace("·", "*").replace("²", "**2")
+    assert re.fullmatch(r"[\d.\s()+\-*/,a-z]+", py), py
+    return eval(py, {"__builtins__": {}},  # noqa: S307 - digits, operators and known functions only
+                {"exp": math.exp, "min": min, "max": max, "clip": lambda x, lo, hi: min(max(x, lo), hi),
+                 "clamp": lambda x, lo, hi: min(max(x, lo), hi)})
+
+
+@pytest.mark.parametrize("name", sorted(CONVENTION_RUNS))
+@pytest.mark.parametrize("node_id", PER_SAMPLE)
+def test_filled_formulas_follow_the_conventions(name, node_id):
+    run = run_grpo_step(GRPOParams(**CONVENTION_RUNS[name]))
+    key = {"ratio": "ratio", "python@ratio#0": "ratio", "clipped": "clipped", "python@clipped#0": "clipped",
+           "divergence": "divergence", "sub@ToyGRPO#0": "objective"}[node_id]
+    for i, s in enumerate(run.samples):
+        text = filled_formula(SEED, node_id, run, i)
+        assert text is not None, (name, node_id, i)
+        left, middle, result = text.split(" = ")
+        assert result == significant(s[key], 4)
+        assert evaluate_general(middle) == pytest.approx(s[key], rel=5e-3, abs=1e-3), text
+
+
+def test_filled_formulas_name_each_convention():
+    trl = run_grpo_step(GRPOParams(**CONVENTION_RUNS["trl"]))
+    s = trl.samples[1]
+    assert filled_formula(SEED, "sub@ToyGRPO#0", trl, 1) == (
+        f"L₁ − β·ρ₁·D₁ = {significant(s['clipped'], 4)} − 0.04 · {significant(s['kl_rho_factor'], 4)} · "
+        f"{significant(s['divergence'], 4)} = {significant(s['objective'], 4)}")
+    dapo = run_grpo_step(GRPOParams(**CONVENTION_RUNS["dapo"]))
+    negative = next(i for i, s in enumerate(dapo.samples) if s["advantage"] < 0)
+    text = filled_formula(SEED, "clipped", dapo, negative)
+    assert text.startswith(f"L{str(negative).translate(str.maketrans('0123456789', '₀₁₂₃₄₅₆₇₈₉'))} = max(min(")
+    assert ", 1 − 0.2, 1 + 0.28)" in text and ", 10 · (−" in text
+    positive = next(i for i, s in enumerate(dapo.samples) if s["advantage"] > 0)
+    assert "max(" not in filled_formula(SEED, "clipped", dapo, positive)  # the floor is for A < 0 only
+    clamps = run_grpo_step(GRPOParams(**CONVENTION_RUNS["k3_clamps"]))
+    assert clamps.samples[0]["ratio_clamped"] and clamps.samples[0]["kl_log_ratio_clamped"]
+    assert filled_formula(SEED, "ratio", clamps, 0).startswith("ρ₀ = exp(clamp(")
+    assert filled_formula(SEED, "divergence", clamps, 0).startswith("D₀ = exp(clamp(")
+    k2 = run_grpo_step(GRPOParams(**CONVENTION_RUNS["k2_clamps"]))
+    assert filled_formula(SEED, "ratio", k2, 0).startswith("ρ₀ = exp(clamp(")  # the ratio's clamp stays
+    assert filled_formula(SEED, "divergence", k2, 0).startswith("D₀ = (") and "clamp" not in \
+        filled_formula(SEED, "divergence", k2, 0)
+    assert formulas(kl_estimator="k2", log_ratio_clamp=20, kl_clamp=10)["divergence"] == (
+        f"D_i = Δ_i²/2 (k2), Δ_i = log π_ref {MINUS} log π_θ")
+    reward = run_grpo_step(GRPOParams(**CONVENTION_RUNS["reward_k1"]))
+    s = reward.samples[0]
+    assert filled_formula(SEED, "divergence", reward, 0) == (
+        f"D₀ = −({significant(s['logp_ref'], 4)} − ({significant(s['logp_old'], 4)})) = "
+        f"{significant(s['divergence'], 4)}")  # the old policy's KL: it went into the reward
+    assert filled_formula(SEED, "sub@ToyGRPO#0", reward, 0).startswith("L₀ − β·0 = ")

@@ -209,3 +209,81 @@ def test_another_snapshot_renders_view_only_and_escapes(client):
     second = soup(client.get(page.select_one("#next-step")["href"]))
     assert {n["data-node-id"] for n in second.select(".graph [data-node-id]")} >= {"block<b>", "block<b>.fc"}
     assert second.select_one(".graph .node.selected")["data-node-id"] == "block<b>.fc"
+
+
+# ------------------------------------------------------------------ the parameter form's groups
+
+
+def test_form_groups_every_field_with_its_explanation_and_range(client):
+    from app.views.form import CONVENTION_SPECS, FIELDS, PRESET_VALUES, SAMPLING_SPECS, allowed_range
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/clip"))
+    form = page.select_one("form#param-form")
+    assert form["method"] == "get" and form.select_one("#recompute") and form.select_one("#defaults")
+    sampling, conventions = form.select_one("#group-sampling"), form.select_one("#group-conventions")
+    assert sampling.legend.get_text() == "Sampling and history"
+    assert conventions.legend.get_text() == "Loss conventions (preset: DeepSeekMath paper)"
+    assert [f["name"] for f in sampling.select("input, select")] == [f.name for f in SAMPLING_SPECS]
+    assert [f["name"] for f in conventions.select("input, select")] == [f.name for f in CONVENTION_SPECS]
+    more = conventions.select_one("details#more-conventions")
+    assert more is not None and not more.has_attr("open")  # nothing differs from the preset: folded
+    assert {"p-clip_epsilon", "p-beta", "p-preset"} <= {f["id"] for f in conventions.select("input, select")
+                                                         if f.find_parent("details") is None}
+    for spec in FIELDS:
+        field = form.select_one(f"#p-{spec.name}")
+        assert field is not None and field["name"] == spec.name, spec.name
+        assert page.select_one(f'label[for="p-{spec.name}"]').get_text() == spec.label
+        hint = page.select_one(f"#h-{spec.name}").get_text()
+        assert spec.explain and spec.explain in hint, spec.name
+        if allowed_range(spec.name):
+            assert allowed_range(spec.name) in hint, spec.name
+        assert f"h-{spec.name}" in field["aria-describedby"].split()
+        if spec.choices:
+            assert field.name == "select"
+            assert [o["value"] for o in field.select("option")] == list(spec.choices)
+    assert len(FIELDS) == 22
+    # "clip ε" names one field (tests/browser/test_inspector.py finds it by its label)
+    assert [spec.label for spec in FIELDS if "clip ε" in spec.label] == ["clip ε"]
+    preset = form.select_one("#p-preset")
+    assert json.loads(preset["data-preset-values"]) == PRESET_VALUES
+    assert [o.get_text() for o in preset.select("option")][:2] == ["DeepSeekMath paper", "TRL 1.16 defaults"]
+    assert form.select_one("#p-dual_clip")["value"] == "none"  # sending the form keeps it off
+
+
+def test_a_changed_convention_unfolds_its_group_and_is_marked(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/clip?preset=verl&kl_estimator=k1"))
+    assert page.select_one("#group-conventions legend").get_text() == "Loss conventions (preset: verl 0.9.1 GRPO)"
+    more = page.select_one("details#more-conventions")
+    assert more.has_attr("open") and "(1 differs from the preset)" in more.summary.get_text()
+    assert "differs from the preset" in page.select_one("#h-kl_estimator").get_text()
+    assert "differs from the preset" not in page.select_one("#h-beta").get_text()
+    assert page.select_one("#p-dual_clip")["value"] == "3" and page.select_one("#p-preset option[selected]")["value"] == "verl"
+    assert page.select_one("#conventions-line").get_text() == (
+        "Conventions: verl 0.9.1 GRPO (KL estimator overridden to k1).")
+
+
+@pytest.mark.parametrize("query, name, text", [
+    ("dual_clip=0.5", "dual_clip", "greater than 1"),
+    ("kl_bias_correction=true&kl_placement=reward", "kl_bias_correction", "kl_placement=loss"),
+    ("kl_estimator=k4", "kl_estimator", "k3"),
+    ("preset=openrlhf", "preset", "dapo"),
+])
+def test_a_refused_convention_is_named_next_to_its_field(client, query, name, text):
+    r = client.get(f"/walkthroughs/toy_grpo/steps/clip?{query}")
+    assert r.status_code == 422
+    page = soup(r)
+    field = page.select_one(f"#p-{name}")
+    assert field["aria-invalid"] == "true" and f"e-{name}" in field["aria-describedby"].split()
+    error = page.select_one(f"#e-{name}")
+    assert text in error.get_text() and error.find_parent("div", class_="field") is field.find_parent("div")
+    if field.find_parent("details") is not None:  # a refusal inside the fold unfolds it
+        assert page.select_one("details#more-conventions").has_attr("open")
+    fragment = client.get(f"/walkthroughs/toy_grpo/steps/clip?{query}", headers=HX)
+    assert fragment.status_code == 422 and soup(fragment).select_one(f"#e-{name}")
+
+
+def test_a_refused_form_keeps_the_typed_presets_values(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/clip?preset=verl&dual_clip=0.5"))
+    assert page.select_one("#p-dual_clip")["value"] == "0.5"  # as typed, with its refusal
+    assert page.select_one("#p-beta")["value"] == "0.001" and page.select_one("#p-kl_clamp")["value"] == "10"
+    assert page.select_one("#p-advantage_std option[selected]")["value"] == "sample"
+    assert page.select_one("#group-conventions legend").get_text() == "Loss conventions (preset: verl 0.9.1 GRPO)"

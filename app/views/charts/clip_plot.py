@@ -1,7 +1,8 @@
 """The clipped surrogate against the ratio, with the group's samples on it (docs/design.md §3).
 
-    L(ρ) = min(ρA, clip(ρ, 1−ε, 1+ε)A), so L/|A| = min(ρ, clip(ρ)) for A > 0
-    and −max(ρ, clip(ρ)) for A < 0: piecewise linear with breaks at 1∓ε.
+    L(ρ) = min(ρA, clip(ρ, 1−ε, 1+ε_high)A), so L/|A| = min(ρ, clip(ρ)) for A > 0
+    and −max(ρ, clip(ρ)) for A < 0: piecewise linear with breaks at 1−ε and 1+ε_high
+    (ε_high = ε unless the conventions raise the band's top, as DAPO's clip-higher does).
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from ..numbers import MINUS, significant
 from .frame import CHAR_W, ZERO_ADVANTAGE, Hit, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
 
 
-def surrogate_over_abs_a(rho: float, epsilon: float, sign: int) -> float:
+def surrogate_over_abs_a(rho: float, epsilon: float, sign: int, epsilon_high: float | None = None) -> float:
     """L(ρ)/|A| for an advantage of the given sign (0 for A = 0)."""
-    clipped = min(max(rho, 1 - epsilon), 1 + epsilon)
+    clipped = min(max(rho, 1 - epsilon), 1 + (epsilon if epsilon_high is None else epsilon_high))
     if sign > 0:
         return min(rho, clipped)
     if sign < 0:
@@ -99,10 +100,14 @@ def clip_plot(
     width: float = 420,
     height: float = 280,
     max_markers: int = 200,
+    epsilon_high: float | None = None,
 ) -> ClipPlot:
     eps = float(epsilon)
     if not 0 < eps < 1:
         raise ValueError(f"epsilon must lie in (0, 1), got {eps}")
+    high = eps if epsilon_high is None else float(epsilon_high)
+    if not 0 < high:
+        raise ValueError(f"epsilon_high must be > 0, got {high}")
     if labels is not None and len(labels) != len(samples):
         raise ValueError(f"{len(labels)} labels for {len(samples)} samples")
     pts = []
@@ -114,9 +119,9 @@ def clip_plot(
             pts.append((i, rho, sign, value, bool(s["clip_active"]) and sign != 0, s))
     ratios = [p[1] for p in pts]
     x_lo = max(0.0, min(min(ratios, default=1.0), 1 - 2 * eps) - 0.1)
-    x_hi = max(max(ratios, default=1.0), 1 + 2 * eps) + 0.1
-    xs = [x_lo] + [b for b in (1 - eps, 1 + eps) if x_lo < b < x_hi] + [x_hi]
-    ys = [surrogate_over_abs_a(x, eps, s) for x in xs for s in (1, -1)] + [0.0] + [p[3] for p in pts]
+    x_hi = max(max(ratios, default=1.0), 1 + 2 * high) + 0.1
+    xs = [x_lo] + [b for b in (1 - eps, 1 + high) if x_lo < b < x_hi] + [x_hi]
+    ys = [surrogate_over_abs_a(x, eps, s, high) for x in xs for s in (1, -1)] + [0.0] + [p[3] for p in pts]
     pad = 0.08 * (max(ys) - min(ys))
     y_lo, y_hi = min(ys) - pad, max(ys) + pad
 
@@ -132,16 +137,18 @@ def clip_plot(
     xt, yt = nice_ticks(x_lo, x_hi), nice_ticks(y_lo, y_hi)
     curves = []
     for sign in (1, -1):
-        data = tuple((x, surrogate_over_abs_a(x, eps, sign)) for x in xs)
+        data = tuple((x, surrogate_over_abs_a(x, eps, sign, high)) for x in xs)
         # right-aligned at the right end, just above the highest point of the curve under the text
         text = "A > 0 (A = +1)" if sign > 0 else f"A < 0 (A = {MINUS}1)"
         x0 = x_hi - (len(text) * 6.6 + 4) / (plot_r - plot_l) * (x_hi - x_lo)
-        top_value = max(surrogate_over_abs_a(x, eps, sign) for x in [x0, x_hi, *xs] if x >= x0)
+        top_value = max(surrogate_over_abs_a(x, eps, sign, high) for x in [x0, x_hi, *xs] if x >= x0)
         label = Text(r2(plot_r - 4), r2(max(sy(top_value) - 6, plot_t + 10)), text, "end")
         curves.append(Curve(sign, data, " ".join(f"{sx(x)},{sy(y)}" for x, y in data), sign < 0, label))
 
-    band_l, band_r = sx(1 - eps), sx(1 + eps)
-    lo_text, hi_text = f"1{MINUS}ε = {significant(1 - eps, 4, True)}", f"1+ε = {significant(1 + eps, 4, True)}"
+    band_l, band_r = sx(1 - eps), sx(1 + high)
+    top_name = "ε" if high == eps else "ε_high"
+    lo_text = f"1{MINUS}ε = {significant(1 - eps, 4, True)}"
+    hi_text = f"1+{top_name} = {significant(1 + high, 4, True)}"
     lo_w, hi_w = len(lo_text) * CHAR_W, len(hi_text) * CHAR_W
     lo_label = Text(r2(band_l - 2), r2(plot_t - 6), lo_text, "end") if band_l - lo_w >= 2 \
         else Text(r2(band_l + 2), r2(plot_t - 6), lo_text, "start")
@@ -198,15 +205,16 @@ def clip_plot(
     n_active = sum(1 for p in pts if p[4])
     skipped = len(samples) - len(pts)
     summary = (
-        f"Clipped surrogate L/|A| against the ratio ρ for ε = {significant(eps, 4, True)}: flat (no gradient) "
-        f"above {significant(1 + eps, 4, True)} for A > 0 and below {significant(1 - eps, 4, True)} for A < 0. "
+        f"Clipped surrogate L/|A| against the ratio ρ for ε = {significant(eps, 4, True)}"
+        + (f", ε_high = {significant(high, 4, True)}" if high != eps else "") + ": flat (no gradient) "
+        f"above {significant(1 + high, 4, True)} for A > 0 and below {significant(1 - eps, 4, True)} for A < 0. "
         + (f"{len(pts)} samples, ratios {significant(min(ratios))} to {significant(max(ratios))}, "
            f"{n_active} clip active." if pts else "No samples.")
         + (f" Not drawn: {skipped} with a non-finite ratio or advantage." if skipped else "")
     )
     caption = (
-        f"L(ρ) = min(ρA, clip(ρ, 1{MINUS}ε, 1+ε)A) divided by |A|; solid line A > 0, dashed line A < 0. "
-        f"Hatched band: the clip range [{significant(1 - eps, 4, True)}, {significant(1 + eps, 4, True)}]. "
+        f"L(ρ) = min(ρA, clip(ρ, 1{MINUS}ε, 1+{top_name})A) divided by |A|; solid line A > 0, dashed line A < 0. "
+        f"Hatched band: the clip range [{significant(1 - eps, 4, True)}, {significant(1 + high, 4, True)}]. "
         "Hollow markers: clip active, ∂loss/∂ρ = 0."
     )
     return ClipPlot(

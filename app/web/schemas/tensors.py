@@ -74,13 +74,34 @@ class GRPOSample(Body):
     logp: float = Field(description="log π_θ(choice): the current policy's log-probability.")
     logp_old: float = Field(description="log π_old(choice): the frozen old policy's log-probability.")
     logp_ref: float = Field(description="log π_ref(choice): the reference policy's log-probability.")
-    advantage: float = Field(description="Â = (r - mean(r)) / (std(r) + advantage_epsilon) within the group.")
-    ratio: float = Field(description="ρ = π_θ/π_old per completion.")
-    clipped: float = Field(description="min(ρ·Â, clip(ρ, 1-ε, 1+ε)·Â): the clipped surrogate.")
-    divergence: float = Field(description="k3 estimate of KL(π_θ || π_ref) for this completion.")
-    objective: float = Field(description="This completion's term of the objective: clipped - β·divergence.")
-    clip_active: bool = Field(description="True when the clip binds (ρ beyond 1+ε with Â > 0, or below "
-                                          "1-ε with Â < 0), so d(loss)/dρ is 0 for this completion.")
+    reward_used: float = Field(description="The reward that enters the advantages: r itself, or r - β·KL(π_old "
+                                           "|| π_ref) with kl_placement=reward.")
+    advantage: float = Field(description="A = (r_used - mean) / (std + advantage_epsilon) within the group, with "
+                                         "the population or sample (Bessel) std as advantage_std says; "
+                                         "r_used - mean with advantage_std=none.")
+    ratio: float = Field(description="ρ = π_θ/π_old per completion (log-ratio clamped first with log_ratio_clamp).")
+    clipped: float = Field(description="min(ρ·A, clip(ρ, 1-clip_epsilon, 1+clip_epsilon_high)·A): the clipped "
+                                       "surrogate; with dual_clip c, floored at c·A where A < 0.")
+    divergence: float = Field(description="The kl_estimator's (k1, k2 or k3) estimate of KL(π_θ || π_ref) for this "
+                                          "completion, after any clamp; of π_old with kl_placement=reward.")
+    kl_used: float = Field(description="The KL term β multiplies: divergence, times ρ with kl_bias_correction; "
+                                       "with kl_placement=reward the divergence that went into the reward.")
+    kl_rho_factor: float | None = Field(description="ρ, the factor kl_bias_correction multiplies the KL term by "
+                                                    "(TRL); null without bias correction.")
+    objective: float = Field(description="This completion's term of the objective: clipped - β·kl_used "
+                                         "(clipped alone with kl_placement=reward).")
+    weight: float = Field(description="What the completion counts for in the loss, loss = -Σ weight·objective: "
+                                      "1/G for sample_mean and token_mean (one-token completions), "
+                                      "1/(G·max_length) for token_sum_norm.")
+    clip_active: bool = Field(description="True when the clip binds (ρ beyond 1+clip_epsilon_high with A > 0, or "
+                                          "below 1-clip_epsilon with A < 0), so d(loss)/dρ is 0 for this completion.")
+    dual_clip_hit: bool = Field(description="True when A < 0 and the dual clip's floor c·A binds (always false "
+                                            "without dual_clip).")
+    ratio_clamped: bool = Field(description="True when |log π_θ - log π_old| exceeded log_ratio_clamp and was "
+                                            "clamped before exp().")
+    kl_log_ratio_clamped: bool = Field(description="True when the KL's log-ratio exceeded log_ratio_clamp and was "
+                                                   "clamped.")
+    kl_clamped: bool = Field(description="True when the KL estimate exceeded ±kl_clamp and was clamped.")
     ratio_grad: float = Field(description="d(loss)/dρ for this completion.")
 
 
