@@ -34,18 +34,19 @@ class Comparison:
     grad_change: dict[str, GradChange | None]  # None: the node has no gradient on either side
 
 
-def _flat(values) -> list[float]:
+def flatten(values) -> list[float]:
+    """A nested list of numbers (a recorded tensor) as one flat list."""
     if values is None:
         return []
     if isinstance(values, (int, float)):
         return [float(values)]
-    return [v for item in values for v in _flat(item)]
+    return [v for item in values for v in flatten(item)]
 
 
 def grad_change(grad_a, grad_b) -> GradChange | None:
     if grad_a is None and grad_b is None:
         return None
-    a, b = _flat(grad_a), _flat(grad_b)
+    a, b = flatten(grad_a), flatten(grad_b)
     a = a or [0.0] * len(b)
     b = b or [0.0] * len(a)
     norm_a = math.sqrt(math.fsum(v * v for v in a))

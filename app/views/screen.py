@@ -20,7 +20,8 @@ from .inspector import InspectorView, build_inspector
 from .numbers import readout
 from .overview_layout import overview_positions
 from .process_panel import ProcessPanel, build_process_panel
-from .urls import URLS, params_query
+from .sample_table import SampleTable, build_sample_table
+from .urls import URLS, conventions_query, params_query
 from .view_state import ViewState
 
 
@@ -47,6 +48,11 @@ class Screen:
         view = self.step.view
         drawn = set(self.graph.node_ids)
         return [n for n in dict.fromkeys([*view.selected_node_ids, *view.expanded_module_ids]) if n in drawn]
+
+    @property
+    def sample_table(self) -> SampleTable | None:
+        """The group table of a GRPO step, its columns chosen by the conventions in force."""
+        return build_sample_table(self.result)
 
     @property
     def overview(self) -> bool:
@@ -91,6 +97,11 @@ class Screen:
 
     def path(self) -> str:
         return URLS.step(self.state.walkthrough_id, self.state.step_id)
+
+    @property
+    def compare_query(self) -> dict[str, str]:
+        """Side B's `vs_` values, so Recompute keeps Compare mode (hidden inputs of the form)."""
+        return {} if self.state.compare is None else conventions_query(self.state.compare)
 
     @property
     def expanded_differs(self) -> bool:

@@ -42,7 +42,7 @@ COMPARE_PREFIX = "vs_"  # side B of Compare mode: vs_preset, vs_beta, ... (conve
 def conventions_query(conventions: Conventions, prefix: str = COMPARE_PREFIX) -> dict[str, str]:
     """Side B as URL query values: always its preset (so Compare mode shows in the URL even
     when B is the default), then what differs from that preset."""
-    out = {f"{prefix}preset": conventions.preset}
+    out: dict[str, str] = {f"{prefix}preset": conventions.preset}
     for name, value in conventions.url_overrides().items():
         if name != "preset":
             out[prefix + name] = query_value(name, value)

@@ -7,18 +7,72 @@ exactly what was on screen.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import ValidationError
 
 from ..domain.process_spec import ProcessCatalog
 from ..domain.snapshot import Snapshot
-from ..engine.params import GRPOParams
-from .urls import URLS, params_query
+from ..engine.params import CONVENTION_FIELDS, Conventions, GRPOParams
+from .urls import COMPARE_PREFIX, URLS, conventions_query, params_query
 
 OVERVIEW = "overview"  # the value of ?view= that shows the whole model
 
 
 class UnknownViewPart(LookupError):
     """A URL names a step, node or module the walkthrough does not have."""
+
+
+# -- Compare mode: side B's conventions as `vs_<field>` (docs: README "Compare mode") --------
+
+COMPARE_KEYS = tuple(COMPARE_PREFIX + name for name in CONVENTION_FIELDS)
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """Side B as a URL asks for it. Compare mode is on when any `vs_` key is present; B is
+    `Conventions(preset=vs_preset or "deepseekmath", **other vs_ fields)`, evaluated on side
+    A's samples, so only conventions may differ. `errors` maps a vs_ key to its refusal."""
+    typed: dict[str, str] = field(default_factory=dict)
+    conventions: Conventions | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def on(self) -> bool:
+        return bool(self.typed)
+
+    def validation_errors(self) -> list[dict]:
+        """The refusals as pydantic-style errors for a 422 (loc ("query", "vs_beta"))."""
+        return [{"type": "value_error", "loc": ("query", key), "msg": msg} for key, msg in self.errors.items()]
+
+
+def _error_key(err: Mapping[str, Any]) -> str:
+    if err.get("loc"):
+        return COMPARE_PREFIX + str(err["loc"][0])
+    # a rule across fields (kl_bias_correction needs kl_placement=loss): the first one it names
+    msg = err.get("msg", "")
+    named = sorted((msg.find(n), n) for n in CONVENTION_FIELDS if n in msg and n != "preset")
+    return COMPARE_PREFIX + (named[0][1] if named else "preset")
+
+
+def parse_compare(query: Mapping[str, object]) -> CompareRequest:
+    """Every `vs_` key of a query: none (Compare mode off), valid conventions, or the errors
+    by key (an empty value means "the preset's"; "none" turns an optional number off)."""
+    typed = {k: ("" if v is None else str(v).strip()) for k, v in query.items() if k.startswith(COMPARE_PREFIX)}
+    if not typed:
+        return CompareRequest()
+    errors = {k: ("not a convention: side B runs on side A's samples, so only these may differ: "
+                  + ", ".join(COMPARE_KEYS)) for k in typed if k not in COMPARE_KEYS}
+    values = {k.removeprefix(COMPARE_PREFIX): v for k, v in typed.items() if k in COMPARE_KEYS and v != ""}
+    try:
+        conventions = Conventions(**values)
+    except ValidationError as exc:
+        for err in exc.errors():
+            errors.setdefault(_error_key(err), err["msg"].removeprefix("Value error, "))
+        conventions = None
+    return CompareRequest(typed, None if errors else conventions, errors)
 
 
 @dataclass(frozen=True)
@@ -31,12 +85,14 @@ class ViewState:
     process: str | None = None  # a training path whose stage the graph shows
     stage: str | None = None  # None = the process's last stage
     overview: bool = False  # the whole model, collapsed, in a compact layout (docs/design.md §2)
+    compare: Conventions | None = None  # Compare mode: side B's conventions on these samples
 
     @classmethod
     def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
               expanded: str | None, node: str | None, params: GRPOParams,
               process: str | None = None, stage: str | None = None,
-              processes: ProcessCatalog | None = None, view: str | None = None) -> ViewState:
+              processes: ProcessCatalog | None = None, view: str | None = None,
+              compare: Conventions | None = None) -> ViewState:
         try:
             step = snapshot.step(step_id)
         except KeyError:
@@ -67,7 +123,7 @@ class ViewState:
         elif stage is not None:
             raise UnknownViewPart(f"Stage {stage!r} needs a training path (process=...).")
         return cls(walkthrough_id, step_id, open_modules, selected, params, process, stage,
-                   overview=view == OVERVIEW)
+                   overview=view == OVERVIEW, compare=compare)
 
     @classmethod
     def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState:
@@ -86,6 +142,8 @@ class ViewState:
             if self.stage:
                 q["stage"] = self.stage
         q.update(params_query(self.params))
+        if self.compare is not None:
+            q.update(conventions_query(self.compare))
         if self.overview:
             q["view"] = OVERVIEW
         return q
@@ -108,7 +166,11 @@ class ViewState:
     def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState:
         """Another step opens at its own saved view; parameters and training path travel along."""
         return replace(ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.params),
-                       process=self.process, stage=self.stage)
+                       process=self.process, stage=self.stage, compare=self.compare)
 
     def with_process(self, process: str | None, stage: str | None = None) -> ViewState:
         return replace(self, process=process or None, stage=stage)
+
+    def comparing(self, conventions: Conventions | None, params: GRPOParams | None = None) -> ViewState:
+        """Compare mode with side B = `conventions` (None leaves it), optionally with new A params."""
+        return replace(self, compare=conventions, params=self.params if params is None else params)

@@ -19,7 +19,8 @@ from ..domain.catalog import Catalog, CatalogEntry
 from ..domain.process_spec import Process, ProcessCatalog, Stage
 from ..domain.snapshot import Snapshot
 from ..domain.uploads import MAX_BYTES, UploadRejected
-from ..engine.params import OPTIONAL_NUMBERS, GRPOParams
+from ..engine.params import OPTIONAL_NUMBERS, Conventions, GRPOParams
+from ..views.view_state import COMPARE_KEYS, parse_compare
 from .errors import NotFound
 from .executor import ComputeExecutor
 from .schemas.errors import ValidationErrorBody, error
@@ -46,6 +47,17 @@ GRPOQuery = create_model(
 )
 
 
+def _side_b_field(key: str):
+    name = key.removeprefix("vs_")
+    annotation, info = _query_field(name, Conventions.model_fields[name])
+    return annotation, FieldInfo.merge_field_infos(info, description=f"Side B: {info.description}")
+
+
+# Side B of /compare: `vs_<convention>` for each convention, documented like side A's.
+CompareQuery = create_model("CompareQuery", __config__=ConfigDict(extra="ignore"),
+                            **{key: _side_b_field(key) for key in COMPARE_KEYS})
+
+
 # The dependencies are `async def`: a sync one would take a thread of the request pool each time.
 
 async def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
@@ -54,6 +66,15 @@ async def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
         return GRPOParams(**query.model_dump(exclude_none=True))
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+
+
+async def compare_conventions(request: Request, query: Annotated[CompareQuery, Query()]) -> Conventions:
+    """Side B: `Conventions(preset=vs_preset or "deepseekmath", **other vs_ fields)`, parsed as the
+    page parses it (views/view_state.parse_compare); refusals are 422s naming the vs_ parameter."""
+    parsed = parse_compare(request.query_params)
+    if parsed.errors:
+        raise RequestValidationError(parsed.validation_errors())
+    return parsed.conventions or Conventions()
 
 
 async def process_catalog(request: Request) -> ProcessCatalog:
@@ -126,6 +147,7 @@ DeviceDep = Annotated[str, Depends(device)]
 ProcessesDep = Annotated[ProcessCatalog, Depends(process_catalog)]
 ParamsDep = Annotated[GRPOParams, Depends(grpo_params)]
 ComputeDep = Annotated[ComputeExecutor, Depends(compute_executor)]
+CompareDep = Annotated[Conventions, Depends(compare_conventions)]
 
 
 # -- strict query strings ------------------------------------------------------------------

@@ -34,7 +34,8 @@ def validation_details(errors) -> list[dict]:
         param = loc[0] if loc else "request"
         message = err.get("msg", "invalid").removeprefix("Value error, ")
         # an unknown parameter has no range, even one named like another route's parameter
-        allowed = None if err.get("type") == "extra_forbidden" else allowed_range(param)
+        # side B of /compare (vs_beta) has side A's ranges
+        allowed = None if err.get("type") == "extra_forbidden" else allowed_range(param.removeprefix("vs_"))
         details.append({"param": param, "message": message, "allowed": allowed})
     return details
 

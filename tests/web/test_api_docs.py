@@ -178,6 +178,7 @@ URLS = {  # every /api operation of the document, as a URL that reaches its hand
     "/api/walkthroughs": "/api/walkthroughs",
     "/api/walkthroughs/{walkthrough_id}": "/api/walkthroughs/toy_grpo",
     "/api/walkthroughs/{walkthrough_id}/tensors": TENSORS,
+    "/api/walkthroughs/{walkthrough_id}/compare": "/api/walkthroughs/toy_grpo/compare",
     "/api/processes": "/api/processes",
     "/api/processes/compare": "/api/processes/compare",
     "/api/processes/{process_id}": "/api/processes/r1",

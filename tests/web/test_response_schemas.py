@@ -17,6 +17,7 @@ from snapshots import other_snapshot
 
 from app.engine.compute import LIMITER
 from app.web.factory import create_app
+from app.web.schemas.compare import CompareBody
 from app.web.schemas.errors import ErrorBody, ParamError, ValidationErrorBody
 from app.web.schemas.health import HealthBody
 from app.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
@@ -26,6 +27,7 @@ from app.web.settings import PROJECT_ROOT, Settings
 
 SEED = PROJECT_ROOT / "walkthroughs" / "toy_grpo.tensorviz.json"
 TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+COMPARE = "/api/walkthroughs/toy_grpo/compare"
 REF = "#/components/schemas/"
 
 
@@ -180,6 +182,7 @@ OK = [
     ("/healthz", "get", "200", HealthBody),
     ("/api/walkthroughs/{walkthrough_id}", "get", "200", WalkthroughSummary),
     ("/api/walkthroughs/{walkthrough_id}/tensors", "get", "200", TensorsBody),
+    ("/api/walkthroughs/{walkthrough_id}/compare", "get", "200", CompareBody),
     ("/api/walkthroughs", "post", "201", UploadBody),
     ("/api/walkthroughs", "post", "200", UploadBody),
     ("/api/processes", "get", "200", ProcessesBody),
@@ -209,6 +212,8 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
     ("/api/processes", {"422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}", {"404": ErrorBody, "422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/tensors", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
+                                                    "503": ErrorBody}),
+    ("/api/walkthroughs/{walkthrough_id}/compare", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                     "503": ErrorBody}),
     ("/api/processes/{process_id}", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/processes/compare", {"422": ValidationErrorBody, "503": ErrorBody}),
@@ -258,6 +263,10 @@ DOCUMENTED = [  # (path in the document, URL): GET bodies checked against the do
     ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1-zero"),
     ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?group_size=1"),
     ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?node=nope"),
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE),
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?step=clip&vs_preset=trl"),
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?rewards=1,1,1,1&beta=0&vs_beta=0.04"),
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_beta=11"),
     ("/api/processes", "/api/processes"),
     ("/api/processes/{process_id}", "/api/processes/r1?seed=0"),
     ("/api/processes/{process_id}", "/api/processes/nope"),
@@ -304,6 +313,9 @@ REAL_ERRORS = [
     ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?clip_eps=0.9", 422),
     ("/api/walkthroughs/{walkthrough_id}/tensors",
      TENSORS + "?learning_rate=10&beta=10&iteration=50&inner_steps=16", 422),  # diverges
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?node=nope", 404),
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_beta=11", 422),
+    ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_seed=1", 422),
     ("/api/processes", "/api/processes?seed=1", 422),
     ("/api/processes/{process_id}", "/api/processes/nope", 404),
     ("/api/processes/{process_id}", "/api/processes/r1?seed=-1", 422),

@@ -10,11 +10,13 @@ from starlette.concurrency import run_in_threadpool
 
 from ...domain.process_spec import ProcessCatalog
 from ...domain.snapshot import Snapshot
+from ...engine.compare import compare_step
 from ...engine.node_map import is_runnable
-from ...engine.params import GRPOParams
+from ...engine.params import Conventions, GRPOParams
 from ...engine.select import step_for_view
 from ..deps import (
     CatalogDep,
+    CompareDep,
     ComputeDep,
     DeviceDep,
     ParamsDep,
@@ -31,6 +33,7 @@ from ..deps import (
 from ..errors import NotRunnable
 from ..json_body import accepts_gzip, json_response
 from ..schemas.base import AsBuilt, AsBuiltList
+from ..schemas.compare import CompareBody, compare_payload
 from ..schemas.errors import BUSY, ErrorBody, ValidationErrorBody, error
 from ..schemas.tensors import TensorsBody
 from ..schemas.walkthroughs import (
@@ -114,6 +117,44 @@ def _tensors(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: st
     body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes, *process_stage), step, node)
     if process_stage:
         body = {"process": process_stage[0], "stage": process_stage[1], **body}
+    return json_response(body, gzip_ok)
+
+
+@router.get("/walkthroughs/{walkthrough_id}/compare", response_model=AsBuilt, responses={
+    200: {"model": CompareBody},
+    404: error("Unknown walkthrough, step or node."),
+    409: error("The walkthrough is view-only: no runnable model matches its nodes."),
+    422: error("A parameter of side A or a vs_ parameter of side B is out of range or malformed, or the "
+               "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
+    503: BUSY,
+})
+async def get_compare(
+    request: Request,
+    walkthrough_id: str,
+    cat: CatalogDep,
+    dev: DeviceDep,
+    params: ParamsDep,
+    conventions_b: CompareDep,
+    compute: ComputeDep,
+    step: Annotated[str | None, Query(description="Only the nodes visible in this step's view.")] = None,
+    node: Annotated[str | None, Query(description="Only this node.")] = None,
+) -> Response:
+    """Compare mode: the step of the ordinary parameters (side A) and the same policy, group and
+    rewards under the `vs_` conventions (side B: `vs_preset`, default deepseekmath, then any
+    `vs_<convention>`), with every node's gradient change ‖∇a − ∇b‖ / ‖∇a‖."""
+    gzip_ok = accepts_gzip(request)
+    snapshot = find_snapshot(cat, walkthrough_id)
+    check_step(snapshot, step)
+    check_node(snapshot, node)
+    if not is_runnable(snapshot):
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    return await compute.run(_compare, walkthrough_id, snapshot, step, node, params, conventions_b, dev, gzip_ok)
+
+
+def _compare(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
+             conventions_b: Conventions, dev: str, gzip_ok: bool) -> Response:
+    """On the compute executor, like _tensors: both runs (cached), the payload, its JSON and gzip."""
+    body = compare_payload(walkthrough_id, snapshot, compare_step(params, conventions_b, dev), step, node)
     return json_response(body, gzip_ok)
 
 

@@ -10,10 +10,11 @@ from starlette.responses import RedirectResponse
 
 from ...domain.uploads import UploadRejected
 from ...engine.params import GRPOParams
+from ...views.compare_view import build_compare_view
 from ...views.form import FORM_FIELDS, ParamForm
 from ...views.screen import build_screen
 from ...views.urls import URLS
-from ...views.view_state import UnknownViewPart, ViewState
+from ...views.view_state import UnknownViewPart, ViewState, parse_compare
 from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
 from ..errors import NotFound
 from ..rendering import render, templates, wants_fragment
@@ -78,20 +79,25 @@ def step_work(request: Request, walkthrough_id: str, step_id: str, cat: CatalogD
               processes: ProcessesDep):
     snapshot = find_snapshot(cat, walkthrough_id)
     params, invalid_form = _read_params(request)
+    compare = parse_compare(request.query_params)  # Compare mode: side B from the vs_ parameters
     try:
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=request.query_params.get("expanded"),
                                 node=request.query_params.get("node"), params=params,
                                 process=request.query_params.get("process"), stage=request.query_params.get("stage"),
-                                processes=processes, view=request.query_params.get("view"))
+                                processes=processes, view=request.query_params.get("view"),
+                                compare=compare.conventions)
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_screen(snapshot, state, dev, invalid_form, processes)
-    context = {"screen": screen, "catalog": cat}
+    context = {"screen": screen, "catalog": cat,
+               "compare": build_compare_view(screen, compare, dev) if screen.runnable else None}
     if invalid_form is not None:
         if wants_fragment(request):
             # The previous view stays: only the form is swapped, and the URL is not pushed.
             return render(request, FORM, FORM, context, 422,
                           {"HX-Retarget": "#param-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
+        return render(request, PAGE, VIEW, context, 422)
+    if compare.errors:  # the compare form names each refused vs_ parameter
         return render(request, PAGE, VIEW, context, 422)
     canonical = screen.url()
     if not wants_fragment(request) and request.url.path != "/" and \
