@@ -340,7 +340,7 @@ def test_clip_plot_hits_cover_the_points_and_name_the_choices():
     assert {h.samples for h in chart.hits} == {(0, 2), (1,)}
     shared = next(h for h in chart.hits if h.samples == (0, 2))
     assert shared.label.startswith("samples 0, 2: choice 1 · wrong, reward 0, A = −1.30, ρ = 0.500, L = −1.04")
-    assert shared.label.endswith("clip active: ∂loss/∂ρ = 0")
+    assert shared.label.endswith("clip active: ∂L/∂ρ = 0")
     assert chart.markers[0].title.startswith("sample 0: choice 1 · wrong")
     with pytest.raises(ValueError):
         clip_plot(eps, group, labels=["a"])
@@ -416,7 +416,7 @@ def test_render_engine_charts(run, macros):
     assert [p.get("stroke-dasharray") is not None for p in polylines] == [False, True]
     t = texts(svg)
     for label in ("A > 0 (A = +1)", "A < 0 (A = −1)", "ratio ρ = π/π_old", "surrogate L / |A|",
-                  "hollow = clip active: ∂loss/∂ρ = 0", "1−ε = 0.8", "1+ε = 1.2"):
+                  "hollow = clip active: ∂L/∂ρ = 0", "1−ε = 0.8", "1+ε = 1.2"):
         assert label in t
     assert len([x for x in t if re.fullmatch(r"−?\d+(\.\d+)?", x)]) >= 6  # numbered ticks on both axes
 

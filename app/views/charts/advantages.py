@@ -88,7 +88,7 @@ def advantage_bars(
         h = min(abs(a) / y_max, 1.0) * half if sign else 0.0
         cx = plot_l + (i + 0.5) * slot
         value_y = zero_y - h - 4 if sign >= 0 else zero_y + h + 12
-        state = ", clip active (∂loss/∂ρ = 0)" if clip[i] else ""
+        state = ", clip active (∂L/∂ρ = 0)" if clip[i] else ""
         who = f"sample {i} ({labels[i]})" if labels is not None else f"sample {i}"
         title = f"{who}: reward {significant(rew[i], strip=True)}, advantage {significant(a)}{state}"
         bars.append(AdvantageBar(
@@ -120,7 +120,7 @@ def advantage_bars(
     if labelled:
         caption += " Under each bar: the sample index and its reward."
     if any(clip):
-        caption += " Dashed outline and “clip”: the clip is active, ∂loss/∂ρ = 0."
+        caption += " Dashed outline and “clip”: the clip is active, ∂L/∂ρ = 0."
     return AdvantageBars(
         **frame_fields(width, height, plot_l, plot_r, plot_t, plot_b), zero_y=r2(zero_y), y_max=y_max,
         bars=tuple(bars), labelled=labelled,

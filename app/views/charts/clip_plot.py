@@ -116,7 +116,9 @@ def clip_plot(
         if math.isfinite(rho) and math.isfinite(a):
             sign = 0 if abs(a) <= ZERO_ADVANTAGE else (1 if a > 0 else -1)
             value = float(s["clipped"]) / abs(a) if sign else 0.0
-            pts.append((i, rho, sign, value, bool(s["clip_active"]) and sign != 0, s))
+            # saturated: the band's clip, or verl's dual clip floor c·A (A < 0, ρ > c)
+            flat = bool(s["clip_active"]) or bool(s.get("dual_clip_hit"))
+            pts.append((i, rho, sign, value, flat and sign != 0, s))
     ratios = [p[1] for p in pts]
     x_lo = max(0.0, min(min(ratios, default=1.0), 1 - 2 * eps) - 0.1)
     x_hi = max(max(ratios, default=1.0), 1 + 2 * high) + 0.1
@@ -167,7 +169,7 @@ def clip_plot(
         choice = f"choice {labels[i]}" if labels is not None else f"action {s.get('action', '?')}"
         return (f"{choice}, reward {significant(float(s.get('reward', 0)), strip=True)}, "
                 f"A = {significant(float(s['advantage']))}, ρ = {significant(float(s['ratio']))}, "
-                f"L = {significant(float(s['clipped']))}" + (", clip active: ∂loss/∂ρ = 0" if hollow else ""))
+                f"L = {significant(float(s['clipped']))}" + (", clip active: ∂L/∂ρ = 0" if hollow else ""))
 
     markers, hits, count_labels = [], [], []
     for (shape, hollow, cx, cy), members in groups.items():
@@ -199,7 +201,7 @@ def clip_plot(
             ("circle", False, plot_l + 6, ly, "A > 0 sample"),
             ("square", False, plot_l + 116, ly, "A < 0 sample"),
             ("cross", False, plot_l + 226, ly, "A = 0 sample"),
-            ("circle", True, plot_l + 6, ly + 18, "hollow = clip active: ∂loss/∂ρ = 0"),
+            ("circle", True, plot_l + 6, ly + 18, "hollow = clip active: ∂L/∂ρ = 0"),
         )
     )
     n_active = sum(1 for p in pts if p[4])
@@ -215,7 +217,7 @@ def clip_plot(
     caption = (
         f"L(ρ) = min(ρA, clip(ρ, 1{MINUS}ε, 1+{top_name})A) divided by |A|; solid line A > 0, dashed line A < 0. "
         f"Hatched band: the clip range [{significant(1 - eps, 4, True)}, {significant(1 + high, 4, True)}]. "
-        "Hollow markers: clip active, ∂loss/∂ρ = 0."
+        "Hollow markers: clip active (the band, or a dual clip), so ∂L/∂ρ = 0."
     )
     return ClipPlot(
         **frame_fields(width, height, plot_l, plot_r, plot_t, plot_b),
