@@ -3,11 +3,11 @@ ragged completions: values, the loss under every convention, and d loss / d logp
 finite differences of the reference."""
 import math
 
+import grpo_reference as ref
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import grpo_reference as ref
 from app.engine.params import Conventions
 from app.engine.token_grpo import token_grpo_step
 
