@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint install install-test system-deps bench clean peers
+.PHONY: run test lint install install-test system-deps bench clean peers base-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,11 @@ BENCH_ARGS  ?=
 
 bench: install-test
 	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python bench/run.py --device $(BENCH_DEVICE) $(BENCH_ARGS)
+
+# The tiny LM's base checkpoint (issue 13): walkthroughs/models/tiny_lm_base.safetensors and its
+# JSON card (recipe, seed, sha256). Deterministic for the recipe on one machine; about a minute.
+base-model: install
+	$(BIN)/python -m app.base_model
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-output

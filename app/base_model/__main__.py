@@ -1,0 +1,57 @@
+"""Build the tiny LM's base checkpoint: `python -m app.base_model` (or `make base-model`).
+
+Trains with the fixed recipe (app/engine/base_training.py), writes the weights as safetensors
+and, beside them, a JSON card: the recipe, the seed, the final loss, the sha256 of the file and
+of the weights. Deterministic for the recipe on one machine; see the README for rebuilding.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from safetensors.torch import save_file
+
+from ..engine.base_training import BaseRecipe, recipe_dict, state_digest, train_base
+
+DEFAULT_OUT = Path("walkthroughs/models/tiny_lm_base.safetensors")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.base_model", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"weights file (default {DEFAULT_OUT})")
+    parser.add_argument("--steps", type=int, default=None, help="override the recipe's step count (for tests)")
+    parser.add_argument("--seed", type=int, default=BaseRecipe.seed, help="the recipe's seed")
+    args = parser.parse_args(argv)
+    if args.steps is not None and args.steps < 1:
+        parser.error("--steps must be at least 1")
+
+    recipe = replace(BaseRecipe(seed=args.seed), **({"steps": args.steps} if args.steps is not None else {}))
+    losses: list[float] = []
+    started = time.perf_counter()
+    model = train_base(recipe, progress=lambda _step, loss: losses.append(loss))
+    seconds = time.perf_counter() - started
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    # float32 on disk keeps the file small (~0.4 MB); the engine loads it into float64.
+    state = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(args.out), metadata={"recipe": json.dumps(recipe_dict(recipe), sort_keys=True)})
+    card: dict[str, object] = {
+        "recipe": recipe_dict(recipe),
+        "final_loss": losses[-1] if losses else None,
+        "first_loss": losses[0] if losses else None,
+        "file_sha256": hashlib.sha256(args.out.read_bytes()).hexdigest(),
+        "weights_sha256_float64": state_digest(model),
+        "train_seconds": round(seconds, 1),
+        "rebuild": "make base-model",
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {args.out} ({args.out.stat().st_size} bytes) in {seconds:.1f} s; "
+          f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; sha256 {str(card['file_sha256'])[:16]}…")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
