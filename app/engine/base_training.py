@@ -74,3 +74,20 @@ def state_digest(model: TinyLM) -> str:
 
 def recipe_dict(recipe: BaseRecipe) -> dict:
     return {**asdict(recipe), "model": asdict(TinyLMConfig())}
+
+
+def load_base(path, card_path=None) -> TinyLM:
+    """The shipped checkpoint in float64, refused if its bytes are not the ones its card names."""
+    import json
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    card = json.loads(Path(card_path or path.with_suffix(".json")).read_text())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != card["file_sha256"]:
+        raise ValueError(f"{path}: sha256 {digest[:16]}… is not the card's {card['file_sha256'][:16]}…")
+    model = TinyLM(TinyLMConfig(**card["recipe"]["model"]))
+    model.load_state_dict({k: v.to(torch.float64) for k, v in load_file(str(path)).items()})
+    return model.to(torch.float64).eval()
