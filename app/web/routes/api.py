@@ -54,6 +54,7 @@ router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 # StrictQueryRoute refuses (422) and documents unknown query parameters on every route.
 
 UNKNOWN = error("Unknown walkthrough, or one whose file failed to load.")
+VIEW_ONLY = error("The walkthrough is view-only: no runnable model matches its nodes.")
 
 
 @router.get("/walkthroughs", response_model=AsBuiltList, responses={200: {"model": list[WalkthroughItem]}})
@@ -71,7 +72,7 @@ def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
 @router.get("/walkthroughs/{walkthrough_id}/tensors", response_model=AsBuilt, responses={
     200: {"model": TensorsBody},
     404: error("Unknown walkthrough, step, node, process or stage."),
-    409: error("The walkthrough is view-only: no runnable model matches its nodes."),
+    409: VIEW_ONLY,
     422: error("A parameter is out of range or malformed, `stage` came without `process`, or the "
                "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
     503: BUSY,
@@ -123,7 +124,7 @@ def _tensors(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: st
 @router.get("/walkthroughs/{walkthrough_id}/compare", response_model=AsBuilt, responses={
     200: {"model": CompareBody},
     404: error("Unknown walkthrough, step or node."),
-    409: error("The walkthrough is view-only: no runnable model matches its nodes."),
+    409: VIEW_ONLY,
     422: error("A parameter of side A or a vs_ parameter of side B is out of range or malformed, or the "
                "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
     503: BUSY,
