@@ -34,6 +34,16 @@ def _toy_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
     return model, (x, actions, rewards)
 
 
+def _tiny_lm() -> tuple[nn.Module, tuple[Any, ...]]:
+    import torch
+
+    from ..domain.arith_task import THINK, encode
+    from ..engine.tiny_lm import init_tiny_lm
+
+    # One prompt and the first completion token: the trace needs the code path, not trained weights.
+    return init_tiny_lm(0), (torch.tensor([encode("37+5=" + THINK)]),)
+
+
 TARGETS = {
     "toy_grpo": ExportTarget(
         name="toy_grpo",
@@ -43,5 +53,10 @@ TARGETS = {
         select_output=lambda out: out["loss"],
         # As in the user's export: the ratio and the clip are each one Python statement.
         statement_modules=frozenset({"ratio", "clipped"}),
+    ),
+    "tiny_lm": ExportTarget(
+        name="tiny_lm",
+        description="the tiny decoder-only LM of issue 13 (app/engine/tiny_lm.py): token ids to next-token logits",
+        build=_tiny_lm,
     ),
 }
