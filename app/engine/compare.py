@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from .compute import cached_computation
-from .grpo_step import record_grpo_step, replay, run_grpo_step
+from .grpo_step import record_grpo_step, replay, step_result
 from .model import DTYPE, ToyConfig, ToyGRPO
 from .params import Conventions, GRPOParams
 from .records import StepResult
@@ -61,16 +61,15 @@ def grad_change(grad_a, grad_b) -> GradChange | None:
 
 @cached_computation(maxsize=256, weight=lambda c: 2 + c.a.params.group_size // 32)
 def compare_step(params: GRPOParams, conventions_b: Conventions, device: str = "cpu") -> Comparison:
-    a = run_grpo_step(params, device)
+    # One replay serves both sides: A is recorded on it, then B on a copy with B's conventions.
     model_a, prompt, x, actions, rewards = replay(params, device)
     model_b = ToyGRPO(ToyConfig(conventions=conventions_b)).to(dtype=DTYPE).to(device)
     for name in ("policy", "old_policy", "reference_policy"):
         getattr(model_b, name).load_state_dict(getattr(model_a, name).state_dict())
-    recorded = record_grpo_step(model_b, x, actions, rewards)
+    a = step_result(params, device, prompt, record_grpo_step(model_a, x, actions, rewards))
     params_b = GRPOParams(**{**params.model_dump(), **conventions_b.model_dump()})
-    history = {**a.history, "compared_on": "side A's model state, group and rewards"}
-    b = StepResult(params_b, device, prompt, recorded.samples, recorded.objective, recorded.loss,
-                   recorded.nodes, recorded.parameter_grads, history)
+    b = step_result(params_b, device, prompt, record_grpo_step(model_b, x, actions, rewards),
+                    compared_on="side A's model state, group and rewards")
     changes = {node_id: grad_change(a.nodes[node_id].grad, b.nodes[node_id].grad) for node_id in a.nodes}
     for name, grads in a.parameter_grads.items():
         changes[name] = grad_change(grads["grad"], b.parameter_grads[name]["grad"])

@@ -105,7 +105,11 @@ def replay(params: GRPOParams, device: str = "cpu"):
 def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
     """Deterministic for (params, device): safe to cache, safe to call from many threads."""
     model, prompt, x, actions, rewards = replay(params, device)
-    recorded = record_grpo_step(model, x, actions, rewards)
+    return step_result(params, device, prompt, record_grpo_step(model, x, actions, rewards))
+
+
+def step_result(params: GRPOParams, device: str, prompt, recorded: RecordedStep, **extra_history) -> StepResult:
+    """A recorded update with the history that led to it (DeepSeekMath Algorithm 1)."""
     history = {
         "iterations_before": params.iteration,
         "updates_per_iteration": params.inner_steps,
@@ -115,6 +119,7 @@ def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
         "reference_policy": "the base checkpoint (the policy before any update)",
         "reward_rule": "override from the request" if params.rewards is not None
         else f"accuracy: 1 if the choice is {prompt.correct}, else 0",
+        **extra_history,
     }
     return StepResult(params, device, prompt, recorded.samples, recorded.objective, recorded.loss,
                       recorded.nodes, recorded.parameter_grads, history)
