@@ -154,6 +154,9 @@ class Agreement:
 
 
 AGREEMENT = Agreement()
+# The token-level tests (test_token_level.py) also record here, keyed (framework, the app's loss_aggregation
+# or "advantages"): the summary's per-aggregation figures.
+TOKEN_AGREEMENT = Agreement()
 
 
 def relative_difference(got: torch.Tensor, want: torch.Tensor) -> float:

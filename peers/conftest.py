@@ -2,7 +2,7 @@
 (the figures the README quotes), whether or not `-s` is given."""
 from __future__ import annotations
 
-from peers.cases import AGREEMENT, fmt
+from peers.cases import AGREEMENT, TOKEN_AGREEMENT, fmt
 
 
 def pytest_configure(config):
@@ -23,3 +23,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for framework in sorted({f for f, _ in AGREEMENT.worst}):
         worst = max(rel for (f, _), (rel, _) in AGREEMENT.worst.items() if f == framework)
         tr.write_line(f"{framework}: max relative difference {fmt(worst)}")
+    if TOKEN_AGREEMENT.worst:
+        tr.section("token level (test_token_level.py): max relative difference per framework and aggregation")
+        for (framework, aggregation), (rel, where) in sorted(TOKEN_AGREEMENT.worst.items()):
+            count = TOKEN_AGREEMENT.compared[(framework, aggregation)]
+            tr.write_line(f"{framework:5s} {aggregation:15s} {fmt(rel):>8s}  over {count:3d} comparisons "
+                          f"(max at {where})")

@@ -58,7 +58,7 @@ from verl.workers.config import ActorConfig
 from verl.workers.utils.losses import ppo_loss
 
 from app.engine import conventions as conv
-from app.engine.params import GRPOParams
+from app.engine.params import Conventions, GRPOParams
 from app.engine.records import StepResult
 from peers.cases import CASES, Case, agree, any_flag, app_policy_grad, column, run_case, scatter_by_action
 
@@ -79,18 +79,28 @@ def as_column(t: torch.Tensor) -> torch.Tensor:
 
 def advantage_data(result: StepResult) -> DataProto:
     size = len(result.samples)
+    return verl_data(as_column(column(result, "reward")), as_column(column(result, "logp_old")),
+                     as_column(column(result, "logp_ref")), torch.ones(size, 1, dtype=torch.int64))
+
+
+def verl_data(token_level_scores: torch.Tensor, old_log_probs: torch.Tensor, ref_log_prob: torch.Tensor,
+              response_mask: torch.Tensor) -> DataProto:
+    """One group (one uid) as verl's trainer holds it before the advantages: (G, T) tensors, each
+    sequence's score on its last response token (as verl's reward managers place it)."""
     return DataProto.from_dict(
-        tensors={"token_level_scores": as_column(column(result, "reward")),
-                 "old_log_probs": as_column(column(result, "logp_old")),
-                 "ref_log_prob": as_column(column(result, "logp_ref")),
-                 "response_mask": torch.ones(size, 1, dtype=torch.int64)},
-        non_tensors={"uid": np.array(["prompt"] * size, dtype=object)})
+        tensors={"token_level_scores": token_level_scores, "old_log_probs": old_log_probs,
+                 "ref_log_prob": ref_log_prob, "response_mask": response_mask.to(torch.int64)},
+        non_tensors={"uid": np.array(["prompt"] * len(token_level_scores), dtype=object)})
 
 
 def verl_advantages(result: StepResult) -> DataProto:
     """verl's trainer step from rewards to advantages (module docstring), on the app's group."""
-    p = result.params
-    data = advantage_data(result)
+    return verl_trainer_advantages(result.params, advantage_data(result))
+
+
+def verl_trainer_advantages(p: Conventions, data: DataProto) -> DataProto:
+    """verl's trainer step from rewards to advantages (module docstring) on `data` (token_level_scores,
+    old_log_probs, ref_log_prob, response_mask, uid), with the app's conventions `p` mapped to verl's."""
     if p.kl_placement == "reward" and p.beta > 0:
         controller = core_algos.FixedKLController(kl_coef=p.beta)
         data, _ = apply_kl_penalty(data, controller, kl_penalty=KL_NAMES[p.kl_estimator])
@@ -147,7 +157,7 @@ def loss_gaps(result: StepResult) -> list[str]:
     return gaps
 
 
-def actor_config(p: GRPOParams, group_size: int) -> ActorConfig:
+def actor_config(p: Conventions, group_size: int) -> ActorConfig:
     kl_in_loss = p.kl_placement == "loss" and p.beta > 0
     return ActorConfig(
         strategy="fsdp", rollout_n=group_size, ppo_mini_batch_size=1, ppo_micro_batch_size_per_gpu=group_size,
@@ -161,23 +171,38 @@ def actor_config(p: GRPOParams, group_size: int) -> ActorConfig:
 def verl_loss(result: StepResult, advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """verl's actor loss on the app's step; returns (loss, d loss / d logp_i as (G,))."""
     size = len(result.samples)
-    logp = column(result, "logp").requires_grad_(True)
-    # unpadded model output, one prompt token + one response token per sequence: the response
-    # token's log-prob is emitted at the prompt token's position (no_padding_2_padding)
-    log_probs = torch.stack([logp, torch.zeros_like(logp)], dim=1).reshape(-1)
-    ids, ones = torch.zeros(size, 1, dtype=torch.int64), torch.ones(size, 1, dtype=torch.int64)
+    logp = as_column(column(result, "logp")).requires_grad_(True)
+    loss = verl_actor_loss(actor_config(result.params, size), logp, as_column(column(result, "logp_old")),
+                           as_column(column(result, "logp_ref")), as_column(advantages),
+                           torch.ones(size, 1, dtype=torch.int64))
+    return loss, logp.grad[:, 0]
+
+
+def verl_actor_loss(config: ActorConfig, logp: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.Tensor,
+                    advantages: torch.Tensor, response_mask: torch.Tensor, prompt_length: int = 1) -> torch.Tensor:
+    """verl's actor loss `ppo_loss` on (G, T) right-padded responses after `prompt_length` prompt tokens;
+    `logp` is a leaf, so after this returns (it runs backward) logp.grad is verl's d loss / d logp."""
+    size, width = logp.shape
+    lengths = [int(n) for n in response_mask.sum(-1)]
+    # unpadded model output: each sequence's prompt and response tokens, back to back; a response token's
+    # log-prob is emitted at the position before it (no_padding_2_padding), so the sequence's first
+    # prompt_length - 1 positions and its last one carry nothing the loss reads
+    log_probs = torch.cat([piece for i, n in enumerate(lengths)
+                           for piece in (logp.new_zeros(prompt_length - 1), logp[i, :n], logp.new_zeros(1))])
+    ids = torch.zeros(size, prompt_length, dtype=torch.int64)
+    mask = response_mask.to(torch.int64)
     data = TensorDict({
-        "prompts": ids, "responses": ids.clone(), "attention_mask": torch.ones(size, 2, dtype=torch.int64),
-        "response_mask": ones,
-        "old_log_probs": as_column(column(result, "logp_old")), "ref_log_prob": as_column(column(result, "logp_ref")),
-        "advantages": as_column(advantages),
+        "prompts": ids, "responses": torch.zeros(size, width, dtype=torch.int64),
+        "attention_mask": torch.cat([torch.ones_like(ids), mask], dim=1), "response_mask": mask,
+        "old_log_probs": logp_old, "ref_log_prob": logp_ref, "advantages": advantages,
     }, batch_size=[size])
     # what the FSDP engine assigns before calling the loss (workers/engine/fsdp/transformer_impl.py
-    # forward_backward_batch) and the trainer (global_batch_size): one data-parallel rank
-    tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=size, global_batch_size=size)
-    loss, _ = ppo_loss(actor_config(result.params, size), {"log_probs": log_probs}, data)
+    # forward_backward_batch: batch_num_tokens = loss_mask.sum()) and the trainer (global_batch_size):
+    # one data-parallel rank
+    tu.assign_non_tensor(data, dp_size=1, batch_num_tokens=int(mask.sum()), global_batch_size=size)
+    loss, _ = ppo_loss(config, {"log_probs": log_probs}, data)
     loss.backward()
-    return loss, logp.grad
+    return loss
 
 
 def case_params(case: Case) -> GRPOParams:
