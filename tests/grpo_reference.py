@@ -207,3 +207,26 @@ def conventions_kwargs(conventions):
         "kl_bias_correction": c["kl_bias_correction"], "log_ratio_clamp": c["log_ratio_clamp"],
         "kl_clamp": c["kl_clamp"], "loss_aggregation": c["loss_aggregation"], "max_length": c["max_length"],
     }
+
+
+def token_loss(rows, rewards, c):
+    """The token-level loss (issue 13): rows[i] = [(log π, log π_old, log π_ref) per token of
+    completion i], rewards[i], c a dict of every convention. -Σ_i Σ_t w_i (L_it − β K_it)."""
+    kl_bound, ratio_bound = c["kl_clamp"], c["log_ratio_clamp"]
+
+    def kl(lp, lr):
+        return kl_estimate(lp, lr, c["kl_estimator"], log_ratio_clamp=ratio_bound, kl_clamp=kl_bound)[0]
+
+    if c["kl_placement"] == "reward":
+        rewards = [r - c["beta"] * sum(kl(lo, lr) for _, lo, lr in row) for r, row in zip(rewards, rows, strict=True)]
+    adv = advantages(rewards, c["advantage_epsilon"], std_kind=c["advantage_std"])
+    weights = aggregation_weights([len(r) for r in rows], c["loss_aggregation"], c["max_length"])
+    total = 0.0
+    for row, a, w in zip(rows, adv, weights, strict=True):
+        for lp, lo, lr in row:
+            log_ratio = lp - lo if ratio_bound is None else clip(lp - lo, -ratio_bound, ratio_bound)
+            rho = math.exp(log_ratio)
+            value = surrogate_terms(rho, a, c["clip_epsilon"], c["clip_epsilon_high"], c["dual_clip"])[0]
+            k = 0.0 if c["kl_placement"] == "reward" else kl(lp, lr) * (rho if c["kl_bias_correction"] else 1.0)
+            total += w * (value - c["beta"] * k)
+    return -total

@@ -18,11 +18,11 @@ import torch
 
 from ..domain.snapshot import parse_snapshot
 from ..domain.snapshot.models import FORMAT
+from ..engine.trace import trace_model
 from .graph import Graph, build_graph
 from .layout import layout
 from .steps import StepsFile, build_steps, check_against, stored_positions
 from .targets import ExportTarget
-from .trace import trace_model
 
 VERSION, SCHEMA_VERSION = 3, 2
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from torch import nn
 
+from ..engine.trace import INPUT_ID, OUTPUT_ID, Trace, TracedNode
 from . import palette
-from .trace import INPUT_ID, OUTPUT_ID, Trace, TracedNode
 
 
 @dataclass(frozen=True)

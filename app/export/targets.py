@@ -44,6 +44,22 @@ def _tiny_lm() -> tuple[nn.Module, tuple[Any, ...]]:
     return init_tiny_lm(0), (torch.tensor([encode("37+5=" + THINK)]),)
 
 
+def _tiny_lm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
+    import torch
+
+    from ..domain.arith_task import encode
+    from ..engine.tiny_lm_grpo import TinyLMGRPO
+
+    # A group of two ragged completions of one prompt: the code path is the same for any group.
+    prompt = encode("37+5=")
+    done = [encode("<think>37+5</think><answer>42</answer><end>"), encode("<answer>42<end>")]
+    width = max(len(d) for d in done)
+    ids = torch.tensor([prompt + d + [0] * (width - len(d)) for d in done])
+    mask = torch.tensor([[1.0] * len(d) + [0.0] * (width - len(d)) for d in done], dtype=torch.float64)
+    model = TinyLMGRPO().to(torch.float64)
+    return model, (ids, mask, torch.tensor([1.0, 0.0], dtype=torch.float64), len(prompt))
+
+
 TARGETS = {
     "toy_grpo": ExportTarget(
         name="toy_grpo",
@@ -58,5 +74,12 @@ TARGETS = {
         name="tiny_lm",
         description="the tiny decoder-only LM of issue 13 (app/engine/tiny_lm.py): token ids to next-token logits",
         build=_tiny_lm,
+    ),
+    "tiny_lm_grpo": ExportTarget(
+        name="tiny_lm_grpo",
+        description="token-level GRPO around the tiny LM (app/engine/tiny_lm_grpo.py), the tiny-LM walkthrough",
+        build=_tiny_lm_grpo,
+        select_output=lambda out: out["loss"],
+        statement_modules=frozenset({"ratio", "clipped"}),
     ),
 }

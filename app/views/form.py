@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import get_args
 
+from pydantic import BaseModel
+
 from ..engine.model import ToyConfig
 from ..engine.params import CONVENTION_FIELDS, MAX_ABS_REWARD, OFF, OPTIONAL_NUMBERS, GRPOParams
 from ..engine.presets import DEFAULT_PRESET, PRESET_TITLES
@@ -81,9 +83,9 @@ STAGE_PARAMS_NOTE = (f"G = {GROUP_SIZE}, ε = {numbers.param(_STAGE.clip_epsilon
                      f"β = {numbers.param(_STAGE.beta)}")
 
 
-def allowed_range(name: str) -> str | None:
-    """Human-readable bounds of a parameter, from its Field constraints."""
-    field = GRPOParams.model_fields.get(name)
+def allowed_range(name: str, model: type[BaseModel] = GRPOParams) -> str | None:
+    """Human-readable bounds of a parameter, from its Field constraints (GRPOParams', or `model`'s)."""
+    field = model.model_fields.get(name)
     if field is None:
         return None
     low = high = None

@@ -21,6 +21,7 @@ from ..domain.toy_task import ROLE_LABELS, ToyPrompt
 from ..engine.params import Conventions
 from ..engine.records import StepResult
 from . import convention_text as ct
+from .meaning_tiny_lm import is_tiny_lm_graph, tiny_lm_meaning
 from .numbers import MINUS
 
 
@@ -206,6 +207,8 @@ def node_meaning(snapshot: Snapshot, node_id: str, conventions: Conventions | No
     node = snapshot.node_map.get(node_id)
     if node is None:
         return NodeMeaning(_humanise(node_id), None, "A node this graph does not describe.")
+    if is_tiny_lm_graph(snapshot) and (tiny := tiny_lm_meaning(node)) is not None:
+        return NodeMeaning(*tiny)
     own, parent = _known(snapshot, node)
     if own is not None:
         summary = ct.summary(own.convention, c) if own.convention else None

@@ -6,6 +6,7 @@ read the finished Screen.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..domain.process_spec import ProcessCatalog
 from ..domain.snapshot import Snapshot, Step
@@ -39,6 +40,7 @@ class Screen:
     panel: ProcessPanel | None
     annotations: dict[str, GraphAnnotation]
     stage_params_note: str = STAGE_PARAMS_NOTE
+    token: Any = None  # the tiny-LM walkthrough's own part (views/token_screen.py), else None
 
     @property
     def framed_ids(self) -> list[str]:

@@ -65,6 +65,9 @@ class Urls:
     def tensors(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tensors", query)
 
+    def tokens(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
+        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tokens", query)
+
     def compare(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/compare", query)
 

@@ -86,13 +86,16 @@ class ViewState:
     stage: str | None = None  # None = the process's last stage
     overview: bool = False  # the whole model, collapsed, in a compact layout (docs/design.md §2)
     compare: Conventions | None = None  # Compare mode: side B's conventions on these samples
+    # More query values a walkthrough's own engine reads (the tiny LM's parameters), kept verbatim
+    # by every link the screen makes: (name, value) pairs in URL order.
+    extra: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
               expanded: str | None, node: str | None, params: GRPOParams,
               process: str | None = None, stage: str | None = None,
               processes: ProcessCatalog | None = None, view: str | None = None,
-              compare: Conventions | None = None) -> ViewState:
+              compare: Conventions | None = None, extra: tuple[tuple[str, str], ...] = ()) -> ViewState:
         try:
             step = snapshot.step(step_id)
         except KeyError:
@@ -123,7 +126,7 @@ class ViewState:
         elif stage is not None:
             raise UnknownViewPart(f"Stage {stage!r} needs a training path (process=...).")
         return cls(walkthrough_id, step_id, open_modules, selected, params, process, stage,
-                   overview=view == OVERVIEW, compare=compare)
+                   overview=view == OVERVIEW, compare=compare, extra=extra)
 
     @classmethod
     def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState:
@@ -142,6 +145,7 @@ class ViewState:
             if self.stage:
                 q["stage"] = self.stage
         q.update(params_query(self.params))
+        q.update(self.extra)
         if self.compare is not None:
             q.update(conventions_query(self.compare))
         if self.overview:
@@ -166,7 +170,7 @@ class ViewState:
     def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState:
         """Another step opens at its own saved view; parameters and training path travel along."""
         return replace(ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.params),
-                       process=self.process, stage=self.stage, compare=self.compare)
+                       process=self.process, stage=self.stage, compare=self.compare, extra=self.extra)
 
     def with_process(self, process: str | None, stage: str | None = None) -> ViewState:
         return replace(self, process=process or None, stage=stage)

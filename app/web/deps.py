@@ -20,6 +20,8 @@ from ..domain.process_spec import Process, ProcessCatalog, Stage
 from ..domain.snapshot import Snapshot
 from ..domain.uploads import MAX_BYTES, UploadRejected
 from ..engine.params import OPTIONAL_NUMBERS, Conventions, GRPOParams
+from ..engine.token_params import TokenParams
+from ..views.form import allowed_range
 from ..views.view_state import COMPARE_KEYS, parse_compare
 from .errors import NotFound
 from .executor import ComputeExecutor
@@ -45,6 +47,24 @@ GRPOQuery = create_model(
     "GRPOQuery", __config__=ConfigDict(extra="ignore"),
     **{name: _query_field(name, f) for name, f in GRPOParams.model_fields.items()},
 )
+
+
+# The query-string face of TokenParams (the tiny-LM walkthrough's step): text as typed, so the
+# engine's model checks every range and a refusal names TokenParams' bounds, not GRPOParams'.
+TokenQueryModel = create_model(
+    "TokenQuery", __config__=ConfigDict(extra="ignore"),
+    **{name: (str | None, FieldInfo(default=None, description=f.description))
+       for name, f in TokenParams.model_fields.items()},
+)
+
+
+async def token_params(query: Annotated[TokenQueryModel, Query()]) -> TokenParams:  # type: ignore[valid-type]
+    try:
+        return TokenParams(**query.model_dump(exclude_none=True))  # type: ignore[attr-defined]
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("query", *e["loc"]),
+                                       "allowed": allowed_range(str(e["loc"][0]) if e["loc"] else "", TokenParams)}
+                                      for e in exc.errors()]) from None
 
 
 def _side_b_field(key: str):
@@ -148,6 +168,7 @@ ProcessesDep = Annotated[ProcessCatalog, Depends(process_catalog)]
 ParamsDep = Annotated[GRPOParams, Depends(grpo_params)]
 ComputeDep = Annotated[ComputeExecutor, Depends(compute_executor)]
 CompareDep = Annotated[Conventions, Depends(compare_conventions)]
+TokenParamsDep = Annotated[TokenParams, Depends(token_params)]
 
 
 # -- strict query strings ------------------------------------------------------------------

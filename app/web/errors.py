@@ -35,7 +35,10 @@ def validation_details(errors) -> list[dict]:
         message = err.get("msg", "invalid").removeprefix("Value error, ")
         # an unknown parameter has no range, even one named like another route's parameter
         # side B of /compare (vs_beta) has side A's ranges
-        allowed = None if err.get("type") == "extra_forbidden" else allowed_range(param.removeprefix("vs_"))
+        if "allowed" in err:  # the route's own model named it (the tiny LM's TokenParams)
+            allowed = err["allowed"]
+        else:
+            allowed = None if err.get("type") == "extra_forbidden" else allowed_range(param.removeprefix("vs_"))
         details.append({"param": param, "message": message, "allowed": allowed})
     return details
 

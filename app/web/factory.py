@@ -18,7 +18,7 @@ from .errors import install_error_handlers
 from .middleware.head import HeadMiddleware
 from .middleware.response_cache import ResponseCacheMiddleware
 from .middleware.security import SecurityHeadersMiddleware
-from .routes import api, docs, health, pages, processes
+from .routes import api, docs, health, pages, processes, tokens_api
 from .settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
@@ -78,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
     app.include_router(api.router)
+    app.include_router(tokens_api.router)
     app.include_router(processes.router)
     app.include_router(docs.router)
     app.include_router(pages.router)

@@ -36,28 +36,6 @@ def groups(draw):
     return rows, rewards
 
 
-def reference_loss(rows, rewards, c):
-    """-Σ_i Σ_t w_i (L_it − β K_it), written from the formulas with the reference's scalar helpers."""
-    kl_bound, ratio_bound = c["kl_clamp"], c["log_ratio_clamp"]
-
-    def kl(lp, lr):
-        return ref.kl_estimate(lp, lr, c["kl_estimator"], log_ratio_clamp=ratio_bound, kl_clamp=kl_bound)[0]
-
-    if c["kl_placement"] == "reward":
-        rewards = [r - c["beta"] * sum(kl(lo, lr) for _, lo, lr in row) for r, row in zip(rewards, rows, strict=True)]
-    adv = ref.advantages(rewards, c["advantage_epsilon"], std_kind=c["advantage_std"])
-    weights = ref.aggregation_weights([len(r) for r in rows], c["loss_aggregation"], c["max_length"])
-    total = 0.0
-    for row, a, w in zip(rows, adv, weights, strict=True):
-        for lp, lo, lr in row:
-            log_ratio = lp - lo if ratio_bound is None else ref.clip(lp - lo, -ratio_bound, ratio_bound)
-            rho = math.exp(log_ratio)
-            value = ref.surrogate_terms(rho, a, c["clip_epsilon"], c["clip_epsilon_high"], c["dual_clip"])[0]
-            k = 0.0 if c["kl_placement"] == "reward" else kl(lp, lr) * (rho if c["kl_bias_correction"] else 1.0)
-            total += w * (value - c["beta"] * k)
-    return -total
-
-
 def tensors(rows, rewards):
     g, t = len(rows), max(len(r) for r in rows)
     out = torch.zeros(3, g, t, dtype=torch.float64)
@@ -77,7 +55,7 @@ def test_loss_and_per_token_gradient_match_the_reference(group, fields):
     cd = c.model_dump()
     logp, logp_old, logp_ref, r, mask = tensors(rows, rewards)
     step = token_grpo_step(logp, logp_old, logp_ref, r, mask, c)
-    want = reference_loss(rows, rewards, cd)
+    want = ref.token_loss(rows, rewards, cd)
     assert math.isclose(float(step.loss.detach()), want, rel_tol=1e-11, abs_tol=1e-13)
     step.loss.backward()
     assert torch.all(logp.grad[mask == 0] == 0)  # padding gets no gradient
@@ -88,7 +66,7 @@ def test_loss_and_per_token_gradient_match_the_reference(group, fields):
                 moved = [list(rw) for rw in rows]
                 lp, lo, lr = moved[i][j]
                 moved[i][j] = (lp + delta, lo, lr)
-                return reference_loss(moved, rewards, cd)
+                return ref.token_loss(moved, rewards, cd)
             up, down = at(h), at(-h)
             fd = (up - down) / (2 * h)
             # A clip or clamp edge within h (a kink: the one-sided slopes differ by far more than a

@@ -10,6 +10,7 @@ from starlette.responses import RedirectResponse
 
 from ...domain.uploads import UploadRejected
 from ...engine.params import GRPOParams
+from ...engine.token_node_map import is_token_runnable
 from ...views.compare_view import build_compare_view
 from ...views.form import FORM_FIELDS, ParamForm
 from ...views.screen import build_screen
@@ -18,6 +19,7 @@ from ...views.view_state import UnknownViewPart, ViewState, parse_compare
 from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
 from ..errors import NotFound
 from ..rendering import render, templates, wants_fragment
+from .token_pages import token_step_work
 
 router = APIRouter(include_in_schema=False)
 
@@ -78,6 +80,8 @@ async def step_page(request: Request, walkthrough_id: str, step_id: str, cat: Ca
 def step_work(request: Request, walkthrough_id: str, step_id: str, cat: CatalogDep, dev: DeviceDep,
               processes: ProcessesDep):
     snapshot = find_snapshot(cat, walkthrough_id)
+    if is_token_runnable(snapshot):  # the tiny-LM walkthrough: its own engine, the same page
+        return token_step_work(request, walkthrough_id, step_id, snapshot, cat, dev)
     params, invalid_form = _read_params(request)
     compare = parse_compare(request.query_params)  # Compare mode: side B from the vs_ parameters
     try:

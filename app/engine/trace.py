@@ -85,8 +85,10 @@ def _public_function(func: Callable[..., Any]) -> str | None:
 
 
 class _Recorder(TorchFunctionMode):
-    def __init__(self, model: nn.Module, statement_modules: frozenset[str]) -> None:
+    def __init__(self, model: nn.Module, statement_modules: frozenset[str], keep_values: bool = False) -> None:
         super().__init__()
+        # node id -> the tensor it made (its last call), when recording values for the engine
+        self.values: dict[str, torch.Tensor] | None = {} if keep_values else None
         self.trace = Trace(model_name=type(model).__name__)
         self.tags: dict[int, tuple[str, ...]] = {}  # id(tensor) -> nodes its data comes from
         self.alive: list[torch.Tensor] = []  # tagged tensors stay alive, so no id is reused
@@ -124,6 +126,10 @@ class _Recorder(TorchFunctionMode):
     def inside_leaf(self) -> bool:
         return bool(self.stack) and self.absorbs(self.stack[-1])
 
+    def keep(self, node_id: str, value: Any) -> None:
+        if self.values is not None and (t := next(tensors_in(value), None)) is not None:
+            self.values[node_id] = t
+
     def add(self, node: TracedNode) -> None:
         self.trace.nodes.setdefault(node.node_id, node)
 
@@ -146,8 +152,13 @@ class _Recorder(TorchFunctionMode):
 
     def after(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
         path = self.stack.pop()
-        if path != self.paths[module] or not self.absorbs(path):
-            return  # inside a leaf, or a group: its outputs already carry their makers' tags
+        if path != self.paths[module]:
+            return  # inside a leaf
+        self.keep(path, output)  # a group's value is its forward's output
+        if not self.absorbs(path):
+            return  # a group: its outputs already carry their makers' tags
+        if path in self.statement_modules:
+            self.keep(f"python@{path}#0", output)
         self.tag(output, (f"python@{path}#0" if path in self.statement_modules else path,))
 
     # -- torch calls --------------------------------------------------------------
@@ -174,7 +185,16 @@ class _Recorder(TorchFunctionMode):
         self.add(TracedNode(node_id, "layer", f"torch.{public}", parent=self.stack[-1] if self.stack else None))
         self.flow(sources, node_id)
         self.tag(result, (node_id,))
+        self.keep(node_id, result)
         return result
+
+
+@dataclass
+class Recording:
+    """One forward pass with every node's value: the engine's view of the exported graph."""
+    trace: Trace
+    result: Any  # what forward returned
+    values: dict[str, torch.Tensor]  # node id -> its output; gradients retained where they flow
 
 
 def trace_model(model: nn.Module, inputs: tuple[Any, ...], *,
@@ -182,10 +202,29 @@ def trace_model(model: nn.Module, inputs: tuple[Any, ...], *,
                 statement_modules: frozenset[str] = frozenset()) -> Trace:
     """Run ``model(*inputs)`` once, recording its graph. ``select_output`` picks what of
     the result is the model's output (ToyGRPO returns a dict: its loss)."""
+    with torch.no_grad():
+        return _run(model, inputs, select_output, statement_modules, keep_values=False).trace
+
+
+def record_model(model: nn.Module, inputs: tuple[Any, ...], *,
+                 select_output: Callable[[Any], Any] = lambda out: out,
+                 statement_modules: frozenset[str] = frozenset()) -> Recording:
+    """The same pass with autograd on, keeping each node's output under the node id the
+    exporter gives it: after ``backward()`` each kept tensor's ``.grad`` is d(loss)/d(node).
+    The ids cannot drift from the exported file's, since one tracer names both."""
+    recording = _run(model, inputs, select_output, statement_modules, keep_values=True)
+    for t in recording.values.values():
+        if t.requires_grad:
+            t.retain_grad()
+    return recording
+
+
+def _run(model: nn.Module, inputs: tuple[Any, ...], select_output: Callable[[Any], Any],
+         statement_modules: frozenset[str], keep_values: bool) -> Recording:
     unknown = statement_modules - {p for p, _ in model.named_modules() if p}
     if unknown:
         raise ValueError(f"statement modules {sorted(unknown)} are not submodules of {type(model).__name__}")
-    recorder = _Recorder(model, statement_modules)
+    recorder = _Recorder(model, statement_modules, keep_values)
     first = next(tensors_in(inputs), None)
     recorder.add(TracedNode(INPUT_ID, "input", "Input", shape=tuple(first.shape) if first is not None else None))
     recorder.tag(inputs, (INPUT_ID,))
@@ -194,7 +233,7 @@ def trace_model(model: nn.Module, inputs: tuple[Any, ...], *,
         handles.append(module.register_forward_pre_hook(recorder.before, with_kwargs=True))
         handles.append(module.register_forward_hook(recorder.after, with_kwargs=True))
     try:
-        with torch.no_grad(), recorder:
+        with recorder:
             result = model(*inputs)
     finally:
         for handle in handles:
@@ -212,4 +251,6 @@ def trace_model(model: nn.Module, inputs: tuple[Any, ...], *,
         raise ValueError("the selected output carries no data from the inputs: nothing to export")
     recorder.add(TracedNode(OUTPUT_ID, "output", "Output"))
     recorder.flow(sources, OUTPUT_ID)
-    return recorder.trace
+    recorder.keep(INPUT_ID, inputs)
+    recorder.keep(OUTPUT_ID, select_output(result))
+    return Recording(recorder.trace, result, recorder.values or {})
