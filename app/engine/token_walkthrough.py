@@ -175,7 +175,7 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
     return TokenStepResult(
         params, device, prompt.text, tuple(VOCAB[int(i)] for i in group.ids[0, :group.prompt_length]),
         prompt.script, prompt.answer, REWARD_CHOICES[params.reward_parts], completions,
-        float(out["objective"]), float(out["loss"]), policy_grad_norm, aggregations, summaries,
+        float(out["objective"].detach()), float(out["loss"].detach()), policy_grad_norm, aggregations, summaries,
         _reader(recording, summaries), _attention_reader(recording, group))
 
 

@@ -53,6 +53,9 @@ class Urls:
     def home(self) -> str:
         return "/"
 
+    def walkthroughs(self) -> str:
+        return "/walkthroughs"
+
     def upload_form(self) -> str:
         return "/walkthroughs/new"
 

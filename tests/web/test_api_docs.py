@@ -179,6 +179,7 @@ URLS = {  # every /api operation of the document, as a URL that reaches its hand
     "/api/walkthroughs/{walkthrough_id}": "/api/walkthroughs/toy_grpo",
     "/api/walkthroughs/{walkthrough_id}/tensors": TENSORS,
     "/api/walkthroughs/{walkthrough_id}/compare": "/api/walkthroughs/toy_grpo/compare",
+    "/api/walkthroughs/{walkthrough_id}/tokens": "/api/walkthroughs/tiny_lm_grpo/tokens",
     "/api/processes": "/api/processes",
     "/api/processes/compare": "/api/processes/compare",
     "/api/processes/{process_id}": "/api/processes/r1",

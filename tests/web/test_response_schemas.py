@@ -215,6 +215,8 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
                                                     "503": ErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/compare", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                     "503": ErrorBody}),
+    ("/api/walkthroughs/{walkthrough_id}/tokens", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
+                                                   "503": ErrorBody}),
     ("/api/processes/{process_id}", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/processes/compare", {"422": ValidationErrorBody, "503": ErrorBody}),
 ]
@@ -316,6 +318,8 @@ REAL_ERRORS = [
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?node=nope", 404),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_beta=11", 422),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_seed=1", 422),
+    ("/api/walkthroughs/{walkthrough_id}/tokens", "/api/walkthroughs/tiny_lm_grpo/tokens?node=nope", 404),
+    ("/api/walkthroughs/{walkthrough_id}/tokens", "/api/walkthroughs/tiny_lm_grpo/tokens?group_size=17", 422),
     ("/api/processes", "/api/processes?seed=1", 422),
     ("/api/processes/{process_id}", "/api/processes/nope", 404),
     ("/api/processes/{process_id}", "/api/processes/r1?seed=-1", 422),

@@ -15,6 +15,7 @@ from ...views.compare_view import build_compare_view
 from ...views.form import FORM_FIELDS, ParamForm
 from ...views.screen import build_screen
 from ...views.urls import URLS
+from ...views.walkthrough_list import list_walkthroughs
 from ...views.view_state import UnknownViewPart, ViewState, parse_compare
 from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
 from ..errors import NotFound
@@ -45,6 +46,11 @@ async def home(request: Request, cat: CatalogDep, dev: DeviceDep, processes: Pro
             "entries": cat.entries()}, status_code=503)
     snapshot = cat.snapshot(cat.default_id)
     return await compute.run(step_work, request, cat.default_id, snapshot.opening_step_id, cat, dev, processes)
+
+
+@router.get("/walkthroughs")
+def walkthroughs_page(request: Request, cat: CatalogDep):
+    return templates.TemplateResponse(request, "pages/walkthroughs.html", {"listed": list_walkthroughs(cat.entries())})
 
 
 @router.get("/walkthroughs/new")
@@ -93,7 +99,7 @@ def step_work(request: Request, walkthrough_id: str, step_id: str, cat: CatalogD
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_screen(snapshot, state, dev, invalid_form, processes)
-    context = {"screen": screen, "catalog": cat,
+    context = {"screen": screen, "catalog": cat, "switch": list_walkthroughs(cat.entries(), walkthrough_id),
                "compare": build_compare_view(screen, compare, dev) if screen.runnable else None}
     if invalid_form is not None:
         if wants_fragment(request):

@@ -8,6 +8,7 @@ from starlette.responses import RedirectResponse
 from ...domain.snapshot import Snapshot
 from ...engine.params import GRPOParams
 from ...views.token_screen import BadTokenView, build_token_screen, read_token_query
+from ...views.walkthrough_list import list_walkthroughs
 from ...views.view_state import UnknownViewPart, ViewState
 from ..errors import NotFound
 from ..rendering import render, wants_fragment
@@ -25,7 +26,8 @@ def token_step_work(request: Request, walkthrough_id: str, step_id: str, snapsho
         screen = build_token_screen(snapshot, state, dev, q)
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
-    context = {"screen": screen, "catalog": cat, "compare": None}
+    context = {"screen": screen, "catalog": cat, "compare": None,
+               "switch": list_walkthroughs(cat.entries(), walkthrough_id)}
     if q.form is not None:
         if wants_fragment(request):  # the previous view stays: only the form is swapped
             return render(request, FORM, FORM, context, 422,

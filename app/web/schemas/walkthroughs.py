@@ -12,6 +12,7 @@ from pydantic import Field
 from ...domain.catalog import CatalogEntry
 from ...domain.snapshot import Snapshot
 from ...engine.node_map import is_runnable
+from ...engine.token_node_map import is_token_runnable
 from ...engine.records import NodeRecord, StepResult
 from ...views.graph_layout import visible_node_ids
 from ...views.urls import URLS
@@ -133,7 +134,7 @@ def walkthrough_item(entry: CatalogEntry) -> dict:
         "name": snap.name if snap else None,
         "title": snap.collaboration.walkthrough.title if snap else None,
         "steps": len(snap.steps) if snap else 0,
-        "runnable": bool(snap and is_runnable(snap)),
+        "runnable": bool(snap and (is_runnable(snap) or is_token_runnable(snap))),
         "error": entry.error,
     }
 
