@@ -15,8 +15,8 @@ from ...views.compare_view import build_compare_view
 from ...views.form import FORM_FIELDS, ParamForm
 from ...views.screen import build_screen
 from ...views.urls import URLS
-from ...views.walkthrough_list import list_walkthroughs
 from ...views.view_state import UnknownViewPart, ViewState, parse_compare
+from ...views.walkthrough_list import list_walkthroughs
 from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
 from ..errors import NotFound
 from ..rendering import render, templates, wants_fragment

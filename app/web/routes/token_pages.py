@@ -8,8 +8,8 @@ from starlette.responses import RedirectResponse
 from ...domain.snapshot import Snapshot
 from ...engine.params import GRPOParams
 from ...views.token_screen import BadTokenView, build_token_screen, read_token_query
-from ...views.walkthrough_list import list_walkthroughs
 from ...views.view_state import UnknownViewPart, ViewState
+from ...views.walkthrough_list import list_walkthroughs
 from ..errors import NotFound
 from ..rendering import render, wants_fragment
 

@@ -12,8 +12,8 @@ from pydantic import Field
 from ...domain.catalog import CatalogEntry
 from ...domain.snapshot import Snapshot
 from ...engine.node_map import is_runnable
-from ...engine.token_node_map import is_token_runnable
 from ...engine.records import NodeRecord, StepResult
+from ...engine.token_node_map import is_token_runnable
 from ...views.graph_layout import visible_node_ids
 from ...views.urls import URLS
 from .base import Body
