@@ -10,9 +10,12 @@ from dataclasses import dataclass, replace
 from pydantic import ValidationError
 
 from ..domain.snapshot import Snapshot
+from ..engine.lm_paths import PATH_IDS
+from ..engine.path_jobs import PATH_JOBS
 from ..engine.token_params import TokenParams
 from ..engine.token_records import TensorSummary, TokenStepResult
 from ..engine.token_walkthrough import run_token_step
+from .lm_path_panel import PathPanel, build_path_panel
 from .screen import Screen, build_screen
 from .token_form import TOKEN_FIELDS, TokenForm, token_query
 from .token_view import METRICS, TokenPanel, build_token_panel
@@ -20,7 +23,7 @@ from .urls import URLS
 from .view_state import ViewState
 
 BLOCK = re.compile(r"(?:^|\.|@)policy\.blocks\.(\d+)(?:\.|#|$)")
-VIEW_KEYS = ("metric", "completion", "head")  # the token panel's own view state, besides the params
+VIEW_KEYS = ("metric", "completion", "head", "path")  # the token panel's own view state, besides the params
 
 
 class BadTokenView(ValueError):
@@ -34,6 +37,7 @@ class TokenQuery:
     metric: str | None
     completion: int
     head: int
+    path: str | None = None  # a training path to run and show (engine/lm_paths.py)
 
     def extra(self) -> tuple[tuple[str, str], ...]:
         q = dict(token_query(self.params))
@@ -43,6 +47,8 @@ class TokenQuery:
             q["completion"] = str(self.completion)
         if self.head:
             q["head"] = str(self.head)
+        if self.path:
+            q["path"] = self.path
         return tuple(q.items())
 
 
@@ -63,8 +69,11 @@ def read_token_query(query: Mapping[str, str]) -> TokenQuery:
     metric = query.get("metric") or None
     if metric is not None and metric not in METRICS:
         raise BadTokenView(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    path = query.get("path") or None
+    if path is not None and path not in PATH_IDS:
+        raise BadTokenView(f"path must be one of {', '.join(PATH_IDS)}, got {path!r}")
     return TokenQuery(params, form, metric, _index(query.get("completion"), "completion"),
-                      _index(query.get("head"), "head"))
+                      _index(query.get("head"), "head"), path)
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,7 @@ class TokenScreen:
     head_urls: tuple[str, ...]  # … of each head
     api_url: str
     node_api_url: str | None
+    paths: PathPanel | None = None
 
     @property
     def result(self) -> TokenStepResult:
@@ -127,8 +137,16 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str, q: Tok
         tuple(url(completion=i) for i in range(result.group_size)) if attention else (),
         tuple(url(head=h) for h in range(heads)),
         tokens_api_url(state.walkthrough_id, state.step_id, q),
-        tokens_api_url(state.walkthrough_id, state.step_id, q, state.node) if state.node else None)
+        tokens_api_url(state.walkthrough_id, state.step_id, q, state.node) if state.node else None,
+        path_panel(state.walkthrough_id, q, device, {p: url(path=p) + "#lm-path-panel" for p in PATH_IDS}))
     return replace(screen, token=token)
+
+
+def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str]) -> PathPanel:
+    """The process selector; choosing a path starts its run (or finds it in the cache)."""
+    job = PATH_JOBS.get(q.path, q.params.seed, device) if q.path else None
+    poll = URLS.lm_path(walkthrough_id, q.path, {"seed": str(q.params.seed)}) if q.path else None
+    return build_path_panel(q.path, job, urls, poll)
 
 
 def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str | None = None) -> str:

@@ -68,6 +68,9 @@ class Urls:
     def tensors(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tensors", query)
 
+    def lm_path(self, walkthrough_id: str, path: str, query: Mapping[str, str] | None = None) -> str:
+        return _with_query(f"{self.walkthrough(walkthrough_id)}/paths/{_segment(path)}", query)
+
     def tokens(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tokens", query)
 

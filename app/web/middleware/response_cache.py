@@ -4,7 +4,7 @@ Every page, fragment and JSON body here is a pure function of the URL and a
 few request headers (the server keeps no state), so a 200 can be replayed
 byte for byte. This removes routing, validation, rendering and compression
 from repeated requests. Bounded by entries and bytes; only 200s without
-Set-Cookie are kept.
+Set-Cookie or `Cache-Control: no-store` (a training path's progress) are kept.
 
 Conditional requests reach this layer without their conditions: the HTTP cache
 middleware (outside) takes If-None-Match off, lets this layer replay the 200 and
@@ -84,6 +84,9 @@ class ResponseCacheMiddleware:
             return
         headers = list(start.get("headers", []))
         if any(name.lower() == b"set-cookie" for name, _ in headers):
+            return
+        # A route that says no-store answers from state that changes (a training run in progress).
+        if any(name.lower() == b"cache-control" and b"no-store" in value.lower() for name, value in headers):
             return
         with self._lock:
             if key in self._entries:

@@ -20,7 +20,7 @@ from ...views.walkthrough_list import list_walkthroughs
 from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
 from ..errors import NotFound
 from ..rendering import render, templates, wants_fragment
-from .token_pages import token_step_work
+from .token_pages import path_fragment, token_step_work
 
 router = APIRouter(include_in_schema=False)
 
@@ -73,6 +73,11 @@ async def upload_page(request: Request, cat: CatalogDep, file: Annotated[UploadF
 def walkthrough_home(walkthrough_id: str, cat: CatalogDep):
     snapshot = find_snapshot(cat, walkthrough_id)
     return RedirectResponse(URLS.step(walkthrough_id, snapshot.opening_step_id), status_code=303)
+
+
+@router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
+def lm_path_box(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3):
+    return path_fragment(request, walkthrough_id, path, seed, cat, dev)
 
 
 # `:path`: a step id may contain "/" (it is only ever compared, never used as a path)

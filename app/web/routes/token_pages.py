@@ -2,18 +2,26 @@
 numbers from the token-level engine. Thin: parsing and building live in views/token_screen.py."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fastapi import Request
 from starlette.responses import RedirectResponse
 
 from ...domain.snapshot import Snapshot
+from ...engine.lm_paths import PATH_IDS
 from ...engine.params import GRPOParams
-from ...views.token_screen import BadTokenView, build_token_screen, read_token_query
+from ...engine.token_node_map import is_token_runnable
+from ...engine.token_params import TokenParams
+from ...views.token_screen import BadTokenView, TokenQuery, build_token_screen, path_panel, read_token_query
+from ...views.urls import URLS
 from ...views.view_state import UnknownViewPart, ViewState
 from ...views.walkthrough_list import list_walkthroughs
+from ..deps import find_snapshot
 from ..errors import NotFound
 from ..rendering import render, wants_fragment
 
 PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "partials/token_form.html"
+PATHS = "partials/lm_path_panel.html"
 
 
 def token_step_work(request: Request, walkthrough_id: str, step_id: str, snapshot: Snapshot, cat, dev: str):
@@ -36,5 +44,28 @@ def token_step_work(request: Request, walkthrough_id: str, step_id: str, snapsho
     canonical = screen.url()
     if not wants_fragment(request) and dict(query) != state.query(snapshot):
         return RedirectResponse(canonical, status_code=303)
-    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else None
-    return render(request, PAGE, VIEW, context, headers=headers)
+    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else {}
+    if _running(screen.token.paths):
+        headers["Cache-Control"] = NO_STORE
+    return render(request, PAGE, VIEW, context, headers=headers or None)
+
+
+NO_STORE = "no-store"  # a page showing a run in progress changes: neither cache may keep it
+
+
+def _running(panel) -> bool:
+    return panel is not None and panel.job is not None and not panel.job.finished
+
+
+def path_fragment(request: Request, walkthrough_id: str, path: str, seed: int, cat, dev: str):
+    """The paths box alone, as the page polls it while a run goes on (started here if need be)."""
+    snapshot = find_snapshot(cat, walkthrough_id)
+    if path not in PATH_IDS or not is_token_runnable(snapshot):
+        raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
+    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
+    step = snapshot.opening_step_id
+    urls = {p: URLS.step(walkthrough_id, step, {**dict(replace(q, path=p).extra())}) + "#lm-path-panel"
+            for p in PATH_IDS}
+    panel = path_panel(walkthrough_id, q, dev, urls)
+    return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},
+                  headers={"Cache-Control": NO_STORE} if _running(panel) else None)
