@@ -15,6 +15,13 @@ is reported, not raised.
     python bench/run.py                # full run (< 3 min), writes bench/results.json
     python bench/run.py --smoke        # ~1 s per measurement: checks the machinery only
     python bench/run.py --device cuda  # same script on a GPU machine
+    python bench/run.py --skip paths   # all but the tiny LM's three training paths (~50 s of them)
+    python bench/run.py --phases token_step,paths,tiny_lm_page --merge
+                                       # only those phases; the other figures kept from --out
+
+Phases, in the order they run: startup, engine, http, page_weight, browser (the toy), then the
+tiny LM's token_step, paths and tiny_lm_page (issue 13). http needs engine (it takes step
+samples next to its wrk runs), so selecting http selects engine.
 """
 from __future__ import annotations
 
@@ -42,6 +49,8 @@ from bench.phases.engine import engine_phase
 from bench.phases.http import http_phase
 from bench.phases.page_weight import page_weight
 from bench.phases.startup import startup_phase
+from bench.phases.tiny_lm import paths_phase, token_step_phase
+from bench.phases.tiny_lm_page import tiny_lm_page_weight
 from bench.report import (
     FIGURES,
     FIRST_LOAD_LIMIT_BYTES,
@@ -52,7 +61,25 @@ from bench.report import (
 )
 from bench.wrk import parse_wrk
 
-__all__ = ["FIGURES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk"]
+__all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
+
+PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page")
+HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page"})  # run against one app process
+
+
+def select_phases(phases: str | None, skip: str | None) -> tuple[str, ...]:
+    """--phases / --skip (comma-separated names of PHASES) -> the phases to run, in PHASES order."""
+    def names(text):
+        got = {n.strip() for n in (text or "").split(",") if n.strip()}
+        unknown = got - set(PHASES)
+        if unknown:
+            raise ValueError(f"unknown phase(s) {sorted(unknown)}: choose from {', '.join(PHASES)}")
+        return got
+    chosen = names(phases) if phases and phases != "all" else set(PHASES)
+    chosen -= names(skip)
+    if "http" in chosen:
+        chosen.add("engine")  # the http phase takes engine step samples right next to its wrk runs
+    return tuple(p for p in PHASES if p in chosen)
 
 
 def parse_args(argv=None):
@@ -68,7 +95,19 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--log-level", default="warning", help="the app's log level (warning: no access log)")
     p.add_argument("--process", help="training path for the iteration scaling (default r1, smoke r1-zero)")
+    p.add_argument("--phases", default=os.environ.get("BENCH_PHASES", "all"),
+                   help=f"comma-separated phases to run (env BENCH_PHASES, default all): {', '.join(PHASES)}")
+    p.add_argument("--skip", default=os.environ.get("BENCH_SKIP", ""),
+                   help="comma-separated phases not to run (env BENCH_SKIP), e.g. paths")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the figures and details of the phases not run from the existing --out file")
+    p.add_argument("--paths-scale", type=float,
+                   help="run_path's scale for the paths phase (default 1.0: the walkthrough's paths; smoke 0.02)")
     args = p.parse_args(argv)
+    try:
+        args.selected = select_phases(args.phases, args.skip)
+    except ValueError as exc:
+        p.error(str(exc))
     # Repeat counts are not flags: --smoke picks the smallest that still exercise every path.
     smoke = args.smoke
     args.duration = args.duration or (1.0 if smoke else 5.0)
@@ -81,15 +120,19 @@ def parse_args(argv=None):
     args.process_runs = 1 if smoke else 3
     args.page_loads = 2 if smoke else 10
     args.step_changes = 2 if smoke else 10
+    args.paths_scale = args.paths_scale or (0.02 if smoke else 1.0)
+    args.token_seeds = 2 if smoke else 8  # tiny-LM token step: seeds, each timed token_repeats times
+    args.token_repeats = 1 if smoke else 3
     return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if shutil.which("wrk") is None:
+    selected = args.selected
+    if "http" in selected and shutil.which("wrk") is None:
         print("error: wrk not found (make bench installs it: apt-get install wrk)", file=sys.stderr)
         return 2
-    if not Path(args.chromium).exists():
+    if "browser" in selected and not Path(args.chromium).exists():
         print(f"error: Chromium not found at {args.chromium} (set CHROMIUM_PATH or run `make chromium`)",
               file=sys.stderr)
         return 2
@@ -101,6 +144,13 @@ def main(argv=None) -> int:
     except DeviceUnavailable as exc:
         print(f"error: --device {args.device}: {exc}", file=sys.stderr)
         return 2
+    args.resolved_device = resolved
+    previous = None
+    if args.merge:
+        if not args.out.exists():
+            print(f"error: --merge: {args.out} does not exist", file=sys.stderr)
+            return 2
+        previous = json.loads(args.out.read_text())
     began = time.perf_counter()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log_path = Path(tempfile.gettempdir()) / f"bench-server-{os.getpid()}.log"  # the app's own output
@@ -111,39 +161,65 @@ def main(argv=None) -> int:
     machine = machine_facts(resolved)
     machine["device_flag"] = args.device
     log(f"{machine['cpu_model']}, {machine['cores']} cores, torch {machine['torch']}, device {args.device}, "
-        f"load {machine['load_avg_start'][0]:.2f}")
+        f"load {machine['load_avg_start'][0]:.2f}; phases {', '.join(selected)}")
 
-    # Start-up and the engine first, while no app process is running next to them;
+    # Start-up and the engines first, while no app process is running next to them;
     # then every phase that talks HTTP, against one app.
-    startup_phase(args, figures, details, log_path)
-    engine_phase(args, figures, details)
-    with server(args.python, args.device, args.log_level, log_path) as (port, _proc):
-        http_phase(port, args, figures, details)
-        page_weight(port, figures, details)
-        browser_phase(port, args, figures, details)
-    figures["web_overhead_ms"] = figures["tensors_uncached_c1_p50_ms"] - figures["engine_step_ms"]
-    # The engine phase's raw step samples: only their count and spread go in the JSON.
-    walls = details.pop("_step_walls")
-    details.pop("_step_cpus")
-    details["engine_step_runs"] = len(walls)
-    details["engine_step_ms_p10_p90"] = [statistics.quantiles(walls, n=10)[i] * 1e3 for i in (0, 8)] \
-        if len(walls) >= 10 else None
+    if "startup" in selected:
+        startup_phase(args, figures, details, log_path)
+    if "engine" in selected:
+        engine_phase(args, figures, details)
+    if "token_step" in selected:
+        token_step_phase(args, figures, details)
+    if "paths" in selected:
+        paths_phase(args, figures, details)
+    if HTTP_PHASES & set(selected):
+        with server(args.python, args.device, args.log_level, log_path) as (port, _proc):
+            if "http" in selected:
+                http_phase(port, args, figures, details)
+            if "page_weight" in selected:
+                page_weight(port, figures, details)
+            if "browser" in selected:
+                browser_phase(port, args, figures, details)
+            if "tiny_lm_page" in selected:
+                tiny_lm_page_weight(port, figures, details)
+    if "http" in selected:
+        figures["web_overhead_ms"] = figures["tensors_uncached_c1_p50_ms"] - figures["engine_step_ms"]
+    if "engine" in selected:
+        # The engine phase's raw step samples: only their count and spread go in the JSON.
+        walls = details.pop("_step_walls")
+        details.pop("_step_cpus")
+        details["engine_step_runs"] = len(walls)
+        details["engine_step_ms_p10_p90"] = [statistics.quantiles(walls, n=10)[i] * 1e3 for i in (0, 8)] \
+            if len(walls) >= 10 else None
 
     machine["load_avg_end"] = list(os.getloadavg())
+    merged = None
+    if previous is not None:  # this run's figures and details win; the rest are the earlier run's
+        figures = {**previous.get("figures", {}), **figures}
+        details = {**previous.get("details", {}), **details}
+        merged = {"generated": previous.get("generated"), "mode": previous.get("mode"),
+                  "seconds": previous.get("seconds"), "machine": previous.get("machine"),
+                  "phases": previous.get("phases", list(PHASES[:5])),  # files from before --phases ran all five
+                  "settings": previous.get("settings"), "merged": previous.get("merged")}
     targets = evaluate(figures)
     rows = table_rows(figures, targets, args.process)
     table = markdown_table(rows)
-    missing = [k for k in FIGURES if k not in figures]
+    # Only a run of every phase (or a merge into a file that has the rest) must carry every figure.
+    missing = [k for k in FIGURES if k not in figures] if (merged or set(selected) == set(PHASES)) else []
     results = {
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "mode": "smoke" if args.smoke else "full",
         "seconds": round(time.perf_counter() - began, 1),
+        "phases": list(selected),
         "machine": machine,
         "settings": {"wrk": f"-t{args.threads} -c{args.connections} -d{args.duration:g}s --latency",
                      "accept_encoding": ACCEPT_ENCODING, "app_log_level": args.log_level,
                      "engine_runs": args.engine_runs, "starts": args.starts, "process": args.process,
                      "page_loads": args.page_loads, "step_changes": args.step_changes,
                      "scaling_time": "process CPU time (time.process_time), median",
+                     "paths_scale": args.paths_scale, "token_seeds": args.token_seeds,
+                     "token_repeats": args.token_repeats,
                      "first_load_limit_bytes": FIRST_LOAD_LIMIT_BYTES},
         "figures": figures,
         "targets": targets,
@@ -151,6 +227,8 @@ def main(argv=None) -> int:
         "missing_figures": missing,
         "table_markdown": table,
     }
+    if merged is not None:
+        results["merged_from"] = merged  # the run that measured the phases not in "phases"
     args.out.write_text(json.dumps(results, indent=2, default=float, allow_nan=True) + "\n")
     print(table, end="")
     met = sum(t["met"] for t in targets)
