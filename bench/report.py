@@ -50,6 +50,7 @@ FIGURES = (
     *(f"path_{p}_s" for p in TINY_LM_PATHS), *(f"path_{p}_cpu_s" for p in TINY_LM_PATHS),
     *(f"tiny_lm_page_{s}_bytes" for s in TINY_LM_STEPS), *(f"tiny_lm_page_{s}_gzip_bytes" for s in TINY_LM_STEPS),
     "tiny_lm_page_max_bytes", "tiny_lm_page_max_gzip_bytes", "tiny_lm_torch_threads",
+    "path_scale",
 )
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
@@ -68,6 +69,7 @@ def evaluate(f: dict) -> list[dict]:
 
     n_threads = int(f.get("tiny_lm_torch_threads", 1))
     threads = f"{n_threads} torch thread{'' if n_threads == 1 else 's'}"
+    scale = "" if f.get("path_scale", 1.0) == 1.0 else f", scale={f['path_scale']:g}"
     makers = [
         lambda: target("cached_vs_healthz", "cached tensors throughput", f["tensors_cached_rps"], ">=",
                        0.8 * f["healthz_rps"], f"≥ 0.8 × /healthz = {0.8 * f['healthz_rps']:.0f}", "req/s"),
@@ -88,7 +90,7 @@ def evaluate(f: dict) -> list[dict]:
         # the tiny LM (issue 13)
         lambda: target("token_step", f"tiny-LM token step G=8 T≤24, recorded values + grads, median ({threads})",
                        f["token_step_recorded_ms"], "<=", TOKEN_STEP_LIMIT_MS, f"≤ {TOKEN_STEP_LIMIT_MS:.0f}", "ms"),
-        *(lambda p=p: target(f"path_{p}", f"path {p}, run_path(seed=0), wall ({threads}"
+        *(lambda p=p: target(f"path_{p}", f"path {p}, run_path(seed=0{scale}), wall ({threads}"
                              + ("; R1 cached from the r1 run" if p == "distillation" else "") + ")",
                              f[f"path_{p}_s"], "<=", PATH_LIMIT_S, f"≤ {PATH_LIMIT_S:.0f}", "s")
           for p in TINY_LM_PATHS),

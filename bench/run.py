@@ -12,7 +12,7 @@ ratio >= 1. Targets whose limit is itself measured (e.g. 0.8 x /healthz) use the
 figure measured in the same run. Nothing here asserts a timing: a missed target
 is reported, not raised.
 
-    python bench/run.py                # full run (< 3 min), writes bench/results.json
+    python bench/run.py                # full run (~2.5-3 min), writes bench/results.json
     python bench/run.py --smoke        # ~1 s per measurement: checks the machinery only
     python bench/run.py --device cuda  # same script on a GPU machine
     python bench/run.py --skip paths   # all but the tiny LM's three training paths (~50 s of them)

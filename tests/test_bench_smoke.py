@@ -72,6 +72,23 @@ def test_ratios_point_the_same_way_for_both_kinds_of_target():
     assert t["process_growth"]["met"]  # 8.4/8: within it
 
 
+def test_phases_are_selected_by_name_in_run_order():
+    assert bench.select_phases("all", "") == bench.PHASES
+    assert "paths" not in bench.select_phases("all", "paths")
+    assert bench.select_phases("tiny_lm_page,token_step", None) == ("token_step", "tiny_lm_page")
+    assert bench.select_phases("http", "") == ("engine", "http")  # http takes engine step samples
+    with pytest.raises(ValueError, match="unknown phase"):
+        bench.select_phases("token_step,nope", "")
+
+
+def test_a_partial_run_reports_only_the_targets_it_has_figures_for():
+    figures = {"token_step_recorded_ms": 40.0, "tiny_lm_torch_threads": 1, "tiny_lm_page_max_gzip_bytes": 120_000}
+    t = {x["key"]: x for x in bench.evaluate(figures)}
+    assert set(t) == {"token_step", "tiny_lm_page"}
+    assert t["token_step"]["ratio"] == pytest.approx(0.8) and t["token_step"]["met"]
+    assert not t["tiny_lm_page"]["met"]  # 120 000 > 100 000 bytes
+
+
 @pytest.mark.browser
 def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert shutil.which("wrk"), "wrk is not installed: `make test` installs it (system-deps)"
@@ -83,6 +100,8 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     results = json.loads(out.read_text())
 
     assert results["mode"] == "smoke"
+    assert results["phases"] == list(bench.PHASES)
+    assert results["settings"]["paths_scale"] < 0.1  # the smoke run never trains the full paths
     assert results["missing_figures"] == []
     for key in bench.FIGURES:
         value = results["figures"].get(key)
@@ -96,6 +115,8 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert machine["device"] == "cpu" and machine["cores"] >= 1
     assert machine["cpu_model"] and machine["torch"]
     assert results["details"]["first_load_files"][0]["path"] == "/"
+    assert [p["status"] for p in results["details"]["tiny_lm_pages"]] == [[200, 200]] * 7
+    assert results["details"]["paths"]["distillation"]["r1_cached"]
     assert not results["details"].get("http_errors"), results["details"]["http_errors"]
     # One table, one row per target, printed and stored.
     assert "| figure | value | target | ratio | met? |" in proc.stdout
