@@ -159,6 +159,9 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
     summaries = {nid: _summary(nid, t) for nid, t in recording.values.items()}
     policy_grad_norm = _grad_norm(grpo.policy)
 
+    # The same group under each aggregation, on the policy as recorded (before the update below).
+    aggregations = _aggregation_rows(out["logp"], out["logp_old"].detach(), out["logp_ref"].detach(), rewards,
+                                     group.mask, params, copy.deepcopy(policy), group)
     # The update: the policy's next AdamW step on the same loss, then the same tokens scored again.
     optimiser.zero_grad()
     logp_before = _logp(policy, group)
@@ -168,8 +171,6 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
     with torch.no_grad():
         logp_after = _logp(policy, group)
 
-    aggregations = _aggregation_rows(out["logp"], out["logp_old"].detach(), out["logp_ref"].detach(), rewards,
-                                     group.mask, params, copy.deepcopy(policy), group)
     weights_by_mode = {m: conv.aggregation_weights(group.mask, m, params.max_length) for m in AGGREGATIONS}
     completions = _completions(group, parts, rewards, out, grad_logp, logp_after, weights_by_mode)
     return TokenStepResult(

@@ -112,6 +112,9 @@ def test_each_aggregation_row_is_the_reference_loss(default):
         c = default.params.conventions().model_copy(update={"loss_aggregation": agg.mode}).model_dump()
         assert math.isclose(agg.loss, ref.token_loss(rows, rewards, c), rel_tol=1e-11, abs_tol=1e-13)
         assert agg.grad_norm > 0
+    # the row of the aggregation in force is the recorded step itself (same policy, before the update)
+    in_force = next(a for a in default.aggregations if a.mode == default.params.loss_aggregation)
+    assert math.isclose(in_force.grad_norm, default.policy_grad_norm, rel_tol=1e-9)
 
 
 def test_the_module_is_token_grpo_step():
