@@ -99,7 +99,9 @@ class Conventions(BaseModel):
             return data  # the Literal names the valid presets in the 422
         for name, value in values.items():
             data.setdefault(name, value)
-        data.setdefault("clip_epsilon_high", values.get("clip_epsilon_high", data["clip_epsilon"]))
+        # The top of the band follows a valid clip_epsilon; a refused one is named once, not twice.
+        data.setdefault("clip_epsilon_high", values.get("clip_epsilon_high", _follow(data["clip_epsilon"],
+                                                                                     values["clip_epsilon"])))
         return data
 
     @field_validator("kl_bias_correction")
@@ -132,6 +134,15 @@ class Conventions(BaseModel):
             if value != expected:
                 out[name] = value
         return out
+
+
+def _follow(clip_epsilon, preset_value: float):
+    """clip_epsilon as the band's top when it is a valid ε, else the preset's (its own 422 says why)."""
+    try:
+        value = float(clip_epsilon)
+    except (TypeError, ValueError):
+        return preset_value
+    return clip_epsilon if math.isfinite(value) and 0 < value < 1 else preset_value
 
 
 CONVENTION_FIELDS = tuple(Conventions.model_fields)

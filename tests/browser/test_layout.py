@@ -269,7 +269,7 @@ def test_next_is_among_the_first_tab_stops_and_keys_are_shown(make_context):
     while page.evaluate("() => document.activeElement.id") != "next-step" and stops < 16:
         page.keyboard.press("Tab")
         stops += 1
-    assert stops <= 10, stops      # skip link, brand, upload link, Previous, 4 step links, Next
+    assert stops <= 11, stops      # skip link, brand, walkthroughs and upload links, Previous, 4 step links, Next
     hint = page.locator(".keys-hint")
     expect(hint).to_be_visible()
     expect(hint).to_contain_text("←")
