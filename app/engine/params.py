@@ -136,10 +136,10 @@ class Conventions(BaseModel):
         return out
 
 
-def _follow(clip_epsilon, preset_value: float):
+def _follow(clip_epsilon: object, preset_value: object) -> object:
     """clip_epsilon as the band's top when it is a valid ε, else the preset's (its own 422 says why)."""
     try:
-        value = float(clip_epsilon)
+        value = float(clip_epsilon)  # type: ignore[arg-type]  # anything typed; a refusal is caught below
     except (TypeError, ValueError):
         return preset_value
     return clip_epsilon if math.isfinite(value) and 0 < value < 1 else preset_value
