@@ -7,9 +7,9 @@ import sys
 
 import uvicorn
 
-from .engine.device import DeviceUnavailable, resolve_device
-from .web.middleware.limits import uvicorn_options
-from .web.settings import Settings
+from app.engine.runtime.device import DeviceUnavailable, resolve_device
+from app.web.middleware.limits import uvicorn_options
+from app.web.settings import Settings
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -4,7 +4,7 @@ The factory itself lives in `app.web.factory`; this module only names the entry 
 """
 from __future__ import annotations
 
-from .web.factory import create_app
+from app.web.factory import create_app
 
 __all__ = ["create_app"]
 

@@ -10,9 +10,9 @@ import argparse
 import sys
 import time
 
-from .domain.upload_store import StoreUnavailable
-from .domain.uploads import MB, UploadStore
-from .web.settings import Settings
+from app.domain.upload_store import StoreUnavailable
+from app.domain.uploads import MB, UploadStore
+from app.web.settings import Settings
 
 
 def _printable(text: str) -> str:

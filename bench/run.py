@@ -137,7 +137,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     # Imported here: loading this file for its pure functions must not need torch or the app.
-    from app.engine.device import DeviceUnavailable, resolve_device
+    from app.engine.runtime.device import DeviceUnavailable, resolve_device
 
     try:
         resolved = resolve_device(args.device)  # the app would refuse to start: say so before anything runs

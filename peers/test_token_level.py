@@ -31,9 +31,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.domain.arith_task import PAD, TOKEN_ID
-from app.engine import conventions as conv
-from app.engine.params import GRPOParams
+from app.engine.grpo import conventions as conv
+from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID
+from app.kinds.toy.engine.params import GRPOParams
 from peers.cases import TOKEN_AGREEMENT, agree, relative_difference
 from peers.test_trl import LOSS_TYPES, trl_advantages_apply, trl_config, trl_loss_gaps, trl_step
 from peers.test_verl import (

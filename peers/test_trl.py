@@ -40,9 +40,9 @@ from accelerate import Accelerator
 from trl import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
-from app.engine import conventions as conv
-from app.engine.params import GRPOParams
-from app.engine.records import StepResult
+from app.engine.grpo import conventions as conv
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.records import StepResult
 from peers.cases import CASES, Case, agree, any_flag, app_policy_grad, column, run_case, scatter_by_action
 
 FRAMEWORK = "TRL"

@@ -57,9 +57,10 @@ from verl.utils import tensordict_utils as tu
 from verl.workers.config import ActorConfig
 from verl.workers.utils.losses import ppo_loss
 
-from app.engine import conventions as conv
-from app.engine.params import Conventions, GRPOParams
-from app.engine.records import StepResult
+from app.engine.grpo import conventions as conv
+from app.engine.grpo.params import Conventions
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.records import StepResult
 from peers.cases import CASES, Case, agree, any_flag, app_policy_grad, column, run_case, scatter_by_action
 
 FRAMEWORK = "verl"

@@ -25,14 +25,15 @@ from pathlib import Path
 
 import torch
 
-from app.domain import arith_task
-from app.engine import conventions as conv
-from app.engine.base_training import load_base
-from app.engine.lm_sampling import sample_group
-from app.engine.params import Conventions, GRPOParams
-from app.engine.presets import PRESET_NAMES
-from app.engine.tiny_lm import TinyLM, completion_logprobs
-from app.engine.token_grpo import TokenStep, token_grpo_step
+from app.engine.grpo import conventions as conv
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.presets import PRESET_NAMES
+from app.engine.grpo.token_step import TokenStep, token_grpo_step
+from app.kinds.tiny_lm.domain import arith_task
+from app.kinds.tiny_lm.engine.base_training import load_base
+from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+from app.kinds.tiny_lm.engine.tiny_lm import TinyLM, completion_logprobs
+from app.kinds.toy.engine.params import GRPOParams
 
 BASE_CHECKPOINT = Path(__file__).resolve().parents[1] / "walkthroughs" / "models" / "tiny_lm_base.safetensors"
 MAX_NEW = 24  # sampling limit, and the constant of token_sum_norm (TRL's max_completion_length)

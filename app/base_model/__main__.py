@@ -15,7 +15,7 @@ from pathlib import Path
 
 from safetensors.torch import save_file
 
-from ..engine.base_training import BaseRecipe, recipe_dict, state_digest, train_base
+from app.kinds.tiny_lm.engine.base_training import BaseRecipe, recipe_dict, state_digest, train_base
 
 DEFAULT_OUT = Path("walkthroughs/models/tiny_lm_base.safetensors")
 

@@ -12,8 +12,8 @@ import pathlib
 import stat
 from dataclasses import dataclass
 
-from .snapshot import Snapshot, SnapshotError, load_snapshot
-from .snapshot.fields import UNLINKABLE_IDS
+from app.domain.snapshot import Snapshot, SnapshotError, load_snapshot
+from app.domain.snapshot.fields import UNLINKABLE_IDS
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from .catalog import CatalogEntry
-from .snapshot import SnapshotError, parse_snapshot
-from .upload_store import (
+from app.domain.catalog import CatalogEntry
+from app.domain.snapshot import SnapshotError, parse_snapshot
+from app.domain.upload_store import (
     HashCollision,
     StoredUpload,
     StoreFull,

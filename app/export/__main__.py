@@ -8,7 +8,7 @@ import sys
 import time
 from datetime import datetime
 
-from .targets import TARGETS
+from app.export.targets import TARGETS
 
 
 def _iso(text: str) -> str:
@@ -44,9 +44,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from ..domain.snapshot import SnapshotError  # after parsing: --help and usage errors need no torch
-    from .document import export, timestamp, write
-    from .steps import StepsError, read_steps
+    from app.domain.snapshot import SnapshotError  # after parsing: --help and usage errors need no torch
+    from app.export.document import export, timestamp, write
+    from app.export.steps import StepsError, read_steps
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     try:

@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
-from ..domain.snapshot import parse_snapshot
-from ..domain.snapshot.models import FORMAT
-from ..engine.trace import trace_model
-from .graph import Graph, build_graph
-from .layout import layout
-from .steps import StepsFile, build_steps, check_against, stored_positions
-from .targets import ExportTarget
+from app.domain.snapshot import parse_snapshot
+from app.domain.snapshot.models import FORMAT
+from app.engine.runtime.trace import trace_model
+from app.export.graph import Graph, build_graph
+from app.export.layout import layout
+from app.export.steps import StepsFile, build_steps, check_against, stored_positions
+from app.export.targets import ExportTarget
 
 VERSION, SCHEMA_VERSION = 3, 2
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from torch import nn
 
-from ..engine.trace import INPUT_ID, OUTPUT_ID, Trace, TracedNode
-from . import palette
+from app.engine.runtime.trace import INPUT_ID, OUTPUT_ID, Trace, TracedNode
+from app.export import palette
 
 
 @dataclass(frozen=True)

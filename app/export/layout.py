@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from ..domain.snapshot.limits import MAX_ZOOM, MIN_ZOOM
-from .graph import Graph
+from app.domain.snapshot.limits import MAX_ZOOM, MIN_ZOOM
+from app.export.graph import Graph
 
 # The renderer's geometry (app/views/graph_layout.py, which this layer may not import;
 # tests/export checks they agree): a box is 150 x 60 world units, an open module is

@@ -18,8 +18,8 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
-from .graph import Graph
-from .layout import frame, layout, number
+from app.export.graph import Graph
+from app.export.layout import frame, layout, number
 
 DEFAULT_VIEWPORT = {"width": 1100, "height": 700}  # the seed's
 

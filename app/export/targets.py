@@ -25,7 +25,8 @@ class ExportTarget:
 def _toy_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
     import torch
 
-    from ..engine.model import DTYPE, ToyConfig, ToyGRPO
+    from app.engine.grpo.head import DTYPE
+    from app.kinds.toy.engine.model import ToyConfig, ToyGRPO
 
     model = ToyGRPO(ToyConfig()).to(dtype=DTYPE)
     x = torch.zeros(1, model.cfg.n_features, dtype=DTYPE)  # (1, F) one prompt
@@ -37,8 +38,8 @@ def _toy_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
 def _tiny_lm() -> tuple[nn.Module, tuple[Any, ...]]:
     import torch
 
-    from ..domain.arith_task import THINK, encode
-    from ..engine.tiny_lm import init_tiny_lm
+    from app.kinds.tiny_lm.domain.arith_task import THINK, encode
+    from app.kinds.tiny_lm.engine.tiny_lm import init_tiny_lm
 
     # One prompt and the first completion token: the trace needs the code path, not trained weights.
     return init_tiny_lm(0), (torch.tensor([encode("37+5=" + THINK)]),)
@@ -47,8 +48,8 @@ def _tiny_lm() -> tuple[nn.Module, tuple[Any, ...]]:
 def _tiny_lm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
     import torch
 
-    from ..domain.arith_task import encode
-    from ..engine.tiny_lm_grpo import TinyLMGRPO
+    from app.kinds.tiny_lm.domain.arith_task import encode
+    from app.kinds.tiny_lm.engine.tiny_lm_grpo import TinyLMGRPO
 
     # A group of two ragged completions of one prompt: the code path is the same for any group.
     prompt = encode("37+5=")

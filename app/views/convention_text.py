@@ -10,9 +10,10 @@ number the engine did not record (app/views/numbers.py spells them).
 """
 from __future__ import annotations
 
-from ..engine.params import CONVENTION_FIELDS, Conventions, GRPOParams
-from ..engine.presets import PRESET_TITLES
-from .numbers import MINUS, param, significant
+from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
+from app.engine.grpo.presets import PRESET_TITLES
+from app.kinds.toy.engine.params import GRPOParams
+from app.views.numbers import MINUS, param, significant
 
 STD_SYMBOL = {"population": "std_pop", "sample": "std_sample"}
 STD_WORDS = {"population": "÷ population std", "sample": "÷ sample std (Bessel)", "none": "centred only, no ÷ std"}

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain.snapshot import Node, Snapshot
-from .graph_layout import PADDING, DrawnEdge, ancestors, fold_edges, layout, visible_node_ids
-from .meaning import node_meaning
-from .numbers import coordinate as fmt
+from app.domain.snapshot import Node, Snapshot
+from app.views.graph_layout import PADDING, DrawnEdge, ancestors, fold_edges, layout, visible_node_ids
+from app.views.meaning import node_meaning
+from app.views.numbers import coordinate as fmt
 
 DEFAULT_VIEWPORT = (1100.0, 700.0)
 

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.snapshot import Snapshot
-from .numbers import coordinate as fmt
+from app.domain.snapshot import Snapshot
+from app.views.numbers import coordinate as fmt
 
 # World units. 150 x 60 is what the seed's cameras were framed for: with it each
 # step's selected box lies inside its 1100 x 700 viewport (the reference step

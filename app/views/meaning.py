@@ -16,13 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.snapshot import Node, Snapshot
-from ..domain.toy_task import ROLE_LABELS, ToyPrompt
-from ..engine.params import Conventions
-from ..engine.records import StepResult
-from . import convention_text as ct
-from .meaning_tiny_lm import is_tiny_lm_graph, tiny_lm_meaning
-from .numbers import MINUS
+from app.domain.snapshot import Node, Snapshot
+from app.engine.grpo.params import Conventions
+from app.kinds.tiny_lm.views.meaning_tiny_lm import is_tiny_lm_graph, tiny_lm_meaning
+from app.kinds.toy.domain.toy_task import ROLE_LABELS, ToyPrompt
+from app.kinds.toy.engine.records import StepResult
+from app.views import convention_text as ct
+from app.views.numbers import MINUS
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ..domain.snapshot import Snapshot
-from .graph_layout import NODE_HEIGHT, NODE_WIDTH, representative
+from app.domain.snapshot import Snapshot
+from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, representative
 
 COLUMN_GAP = 40.0   # between the boxes of one layer
 ROW_GAP = 70.0      # between layers: edges, arrowheads, and a note above a box (the rewards)

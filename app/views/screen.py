@@ -8,22 +8,22 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..domain.process_spec import ProcessCatalog
-from ..domain.snapshot import Snapshot, Step
-from ..engine.grpo_step import TrainingDiverged
-from ..engine.node_map import is_runnable
-from ..engine.params import GRPOParams
-from ..engine.records import StepResult
-from ..engine.select import step_for_view
-from .form import STAGE_PARAMS_NOTE, ParamForm
-from .graph import GraphView, build_graph_view
-from .inspector import InspectorView, build_inspector
-from .numbers import readout
-from .overview_layout import overview_positions
-from .process_panel import ProcessPanel, build_process_panel
-from .sample_table import SampleTable, build_sample_table
-from .urls import URLS, conventions_query, params_query
-from .view_state import ViewState
+from app.domain.snapshot import Snapshot, Step
+from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine.grpo_step import TrainingDiverged
+from app.kinds.toy.engine.node_map import is_runnable
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
+from app.kinds.toy.views.inspector import InspectorView, build_inspector
+from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
+from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
+from app.views.graph import GraphView, build_graph_view
+from app.views.numbers import readout
+from app.views.overview_layout import overview_positions
+from app.views.urls import URLS, conventions_query, params_query
+from app.views.view_state import ViewState
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import quote, urlencode
 
-from ..engine.params import OFF, Conventions, GRPOParams
-from . import numbers
+from app.engine.grpo.params import OFF, Conventions
+from app.kinds.toy.engine.params import GRPOParams
+from app.views import numbers
 
 
 def _segment(value: str) -> str:

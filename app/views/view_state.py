@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..domain.process_spec import ProcessCatalog
-from ..domain.snapshot import Snapshot
-from ..engine.params import CONVENTION_FIELDS, Conventions, GRPOParams
-from .urls import COMPARE_PREFIX, URLS, conventions_query, params_query
+from app.domain.snapshot import Snapshot
+from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
+from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine.params import GRPOParams
+from app.views.urls import COMPARE_PREFIX, URLS, conventions_query, params_query
 
 OVERVIEW = "overview"  # the value of ?view= that shows the whole model
 

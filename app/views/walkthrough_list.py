@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..domain.catalog import CatalogEntry
-from .urls import URLS
+from app.domain.catalog import CatalogEntry
+from app.views.urls import URLS
 
 TEACHES = {
     "toy_grpo": ("The GRPO objective, number by number",

@@ -15,17 +15,18 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from ..domain.catalog import Catalog, CatalogEntry
-from ..domain.process_spec import Process, ProcessCatalog, Stage
-from ..domain.snapshot import Snapshot
-from ..domain.uploads import MAX_BYTES, UploadRejected
-from ..engine.params import OPTIONAL_NUMBERS, Conventions, GRPOParams
-from ..engine.token_params import TokenParams
-from ..views.form import allowed_range
-from ..views.view_state import COMPARE_KEYS, parse_compare
-from .errors import NotFound
-from .executor import ComputeExecutor
-from .schemas.errors import ValidationErrorBody, error
+from app.domain.catalog import Catalog, CatalogEntry
+from app.domain.snapshot import Snapshot
+from app.domain.uploads import MAX_BYTES, UploadRejected
+from app.engine.grpo.params import OPTIONAL_NUMBERS, Conventions
+from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.form import allowed_range
+from app.views.view_state import COMPARE_KEYS, parse_compare
+from app.web.errors import NotFound
+from app.web.executor import ComputeExecutor
+from app.web.schemas.errors import ValidationErrorBody, error
 
 
 def _query_field(name: str, field: FieldInfo):

@@ -8,12 +8,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..domain.uploads import UploadRejected
-from ..engine.compute import ComputeBusy
-from ..engine.grpo_step import TrainingDiverged
-from ..views.form import allowed_range
-from .middleware.security import security_headers
-from .rendering import render_error
+from app.domain.uploads import UploadRejected
+from app.engine.runtime.compute import ComputeBusy
+from app.kinds.toy.engine.grpo_step import TrainingDiverged
+from app.kinds.toy.views.form import allowed_range
+from app.web.middleware.security import security_headers
+from app.web.rendering import render_error
 
 log = logging.getLogger("app.errors")
 

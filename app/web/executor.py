@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..engine.compute import LIMITER, ComputeBusy, ComputeLimiter
+from app.engine.runtime.compute import LIMITER, ComputeBusy, ComputeLimiter
 
 T = TypeVar("T")
 

@@ -9,17 +9,19 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
-from ..domain.catalog import Catalog
-from ..domain.process_spec import load_processes
-from ..domain.uploads import UploadStore
-from ..engine.compute import LIMITER
-from ..engine.device import resolve_device, set_threads
-from .errors import install_error_handlers
-from .middleware.head import HeadMiddleware
-from .middleware.response_cache import ResponseCacheMiddleware
-from .middleware.security import SecurityHeadersMiddleware
-from .routes import api, docs, health, pages, processes, tokens_api
-from .settings import PROJECT_ROOT, Settings
+from app.domain.catalog import Catalog
+from app.domain.uploads import UploadStore
+from app.engine.runtime.compute import LIMITER
+from app.engine.runtime.device import resolve_device, set_threads
+from app.kinds.tiny_lm.web import api as tokens_api
+from app.kinds.toy.domain.process_spec import load_processes
+from app.kinds.toy.web import api, processes
+from app.web.errors import install_error_handlers
+from app.web.middleware.head import HeadMiddleware
+from app.web.middleware.response_cache import ResponseCacheMiddleware
+from app.web.middleware.security import SecurityHeadersMiddleware
+from app.web.routes import docs, health, pages
+from app.web.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
 
@@ -59,8 +61,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Accept-Encoding), then compression.
     # Torch work runs on its own executor (app/web/executor.py), never the request thread pool;
     # innermost, the body cap (middleware/limits.py) cuts what the routes read, answering 413.
-    from .executor import ComputeExecutor
-    from .middleware.limits import BodyLimitMiddleware
+    from app.web.executor import ComputeExecutor
+    from app.web.middleware.limits import BodyLimitMiddleware
     app.state.compute = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024)
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
@@ -69,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            skip=functools.partial(_deleted_upload, app.state.catalog.uploads))
     # ETag, Cache-Control, Vary and 304s (middleware/http_cache.py), outside the response cache;
     # the trailing-slash redirect is relative (Starlette's is absolute, built from Host).
-    from .middleware.http_cache import HttpCacheMiddleware, RelativeSlashRedirect
+    from app.web.middleware.http_cache import HttpCacheMiddleware, RelativeSlashRedirect
     app.add_middleware(HttpCacheMiddleware)
     app.router.redirect_slashes = False
     app.router.default = RelativeSlashRedirect(app.router)

@@ -11,9 +11,9 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from starlette.responses import HTMLResponse
 
-from ..views import numbers
-from ..views.urls import URLS
-from .settings import PROJECT_ROOT
+from app.views import numbers
+from app.views.urls import URLS
+from app.web.settings import PROJECT_ROOT
 
 templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"))
 templates.env.filters["num"] = numbers.readout

@@ -42,10 +42,10 @@ def engine_phase(args, figures: dict, details: dict) -> None:
     # Imported here, not at the top: the pure functions of the bench load without torch or the app.
     import torch
     torch.set_num_threads(1)  # as the app does (TORCH_THREADS=1)
-    from app.domain.process_spec import load_processes
-    from app.engine.device import resolve_device
-    from app.engine.grpo_step import run_grpo_step
-    from app.engine.params import GRPOParams
+    from app.engine.runtime.device import resolve_device
+    from app.kinds.toy.domain.process_spec import load_processes
+    from app.kinds.toy.engine.grpo_step import run_grpo_step
+    from app.kinds.toy.engine.params import GRPOParams
 
     device = resolve_device(args.device)
     step = getattr(run_grpo_step, "__wrapped__", run_grpo_step)  # past the cache: every call computes
@@ -79,7 +79,7 @@ def engine_phase(args, figures: dict, details: dict) -> None:
     measure_step(args.engine_runs // 3, "alone")
 
     _group_scaling(args, figures, details, step, timed, device, GRPOParams)
-    _process_scaling(args, figures, details, importlib.import_module("app.engine.processes"),
+    _process_scaling(args, figures, details, importlib.import_module("app.kinds.toy.engine.processes"),
                      load_processes(ROOT / "walkthroughs" / "processes.toml"))
 
 

@@ -34,7 +34,7 @@ def _p90(xs):
 
 def app_threads() -> int:
     """torch intra-op threads as the app sets them (app/web/factory.py: set_threads(settings.torch_threads))."""
-    from app.engine.device import set_threads
+    from app.engine.runtime.device import set_threads
     from app.web.settings import Settings
 
     n = Settings().torch_threads
@@ -45,12 +45,12 @@ def app_threads() -> int:
 def token_step_phase(args, figures: dict, details: dict) -> None:
     import torch
 
-    from app.domain.arith_task import encode, make_prompts
-    from app.engine import token_walkthrough as tw
-    from app.engine.lm_sampling import sample_group
-    from app.engine.tiny_lm_grpo import STATEMENT_MODULES, build_tiny_lm_grpo
-    from app.engine.token_params import MAX_NEW_TOKENS, TokenParams
-    from app.engine.trace import record_model
+    from app.engine.runtime.trace import record_model
+    from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts
+    from app.kinds.tiny_lm.engine import token_walkthrough as tw
+    from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+    from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, build_tiny_lm_grpo
+    from app.kinds.tiny_lm.engine.token_params import MAX_NEW_TOKENS, TokenParams
 
     threads = figures["tiny_lm_torch_threads"] = app_threads()
     device = args.resolved_device
@@ -115,7 +115,7 @@ def token_step_phase(args, figures: dict, details: dict) -> None:
 
 
 def paths_phase(args, figures: dict, details: dict) -> None:
-    from app.engine import lm_paths
+    from app.kinds.tiny_lm.engine import lm_paths
 
     threads = figures["tiny_lm_torch_threads"] = app_threads()
     device = args.resolved_device

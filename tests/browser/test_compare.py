@@ -7,7 +7,7 @@ import pytest
 from browser_helpers import BY_ID, STEPS, node, pan_into_view, wait_settled
 from playwright.sync_api import expect
 
-from app.views.compare_cases import CASES
+from app.kinds.toy.views.compare_cases import CASES
 
 pytestmark = pytest.mark.browser
 

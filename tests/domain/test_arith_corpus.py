@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from app.domain.arith_corpus import MIX, build_corpus
-from app.domain.arith_task import encode, rewards
+from app.kinds.tiny_lm.domain.arith_corpus import MIX, build_corpus
+from app.kinds.tiny_lm.domain.arith_task import encode, rewards
 
 
 def test_seeded_and_every_text_is_in_the_vocabulary():

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.arith_task import (
+from app.kinds.tiny_lm.domain.arith_task import (
     ANSWER,
     ANSWER_END,
     END,

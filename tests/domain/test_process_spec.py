@@ -3,7 +3,7 @@
 import pytest
 from paths import PROCESSES_PATH
 
-from app.domain.process_spec import ProcessSpecError, load_processes, parse_processes
+from app.kinds.toy.domain.process_spec import ProcessSpecError, load_processes, parse_processes
 
 EMBEDDED = PROCESSES_PATH
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.arith_task import encode, make_prompts, rewards
-from app.engine.base_training import load_base
-from app.engine.lm_sampling import sample_group
+from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts, rewards
+from app.kinds.tiny_lm.engine.base_training import load_base
+from app.kinds.tiny_lm.engine.lm_sampling import sample_group
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "walkthroughs" / "models" / "tiny_lm_base.safetensors"
 

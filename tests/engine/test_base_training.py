@@ -1,9 +1,9 @@
 """The base checkpoint's training: deterministic, masked padding, and it learns."""
 import torch
 
-from app.domain.arith_task import PAD, TOKEN_ID
-from app.engine.base_training import BaseRecipe, corpus_tensor, lm_loss, state_digest, train_base
-from app.engine.tiny_lm import init_tiny_lm
+from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID
+from app.kinds.tiny_lm.engine.base_training import BaseRecipe, corpus_tensor, lm_loss, state_digest, train_base
+from app.kinds.tiny_lm.engine.tiny_lm import init_tiny_lm
 
 SMALL = BaseRecipe(corpus_size=200, batch_size=16)
 

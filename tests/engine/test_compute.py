@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from app.engine.compute import LIMITER, ComputeBusy, ComputeLimiter, cached_computation
+from app.engine.runtime.compute import LIMITER, ComputeBusy, ComputeLimiter, cached_computation
 
 
 def test_cache_binds_defaults_and_evicts_by_weight():

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from pydantic import ValidationError
 
-from app.domain.toy_task import TOY_PROMPTS
-from app.engine.compare import compare_step, grad_change
-from app.engine.grpo_step import TrainingDiverged, run_grpo_step
-from app.engine.params import CONVENTION_FIELDS, Conventions, GRPOParams
-from app.engine.presets import PRESET_NAMES, PRESETS
+from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
+from app.engine.grpo.presets import PRESET_NAMES, PRESETS
+from app.kinds.toy.domain.toy_task import TOY_PROMPTS
+from app.kinds.toy.engine.compare import compare_step, grad_change
+from app.kinds.toy.engine.grpo_step import TrainingDiverged, run_grpo_step
+from app.kinds.toy.engine.params import GRPOParams
 
 REL = 1e-12  # engine vs reference, relative to the operands' size
 FD_STEP = 1e-6

@@ -9,14 +9,14 @@ from functools import cache
 import pytest
 import torch
 
-from app.domain.arith_task import encode, make_prompts
-from app.engine import lm_paths
-from app.engine.base_training import load_base
-from app.engine.lm_paths import PATH_IDS, PATH_TITLES, PathResult, run_path
-from app.engine.lm_plans import BASE_CHECKPOINT, STUDENT
-from app.engine.lm_rollout import sample_groups
-from app.engine.lm_sampling import sample_group
-from app.engine.tiny_lm import TinyLM
+from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts
+from app.kinds.tiny_lm.engine import lm_paths
+from app.kinds.tiny_lm.engine.base_training import load_base
+from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS, PATH_TITLES, PathResult, run_path
+from app.kinds.tiny_lm.engine.lm_plans import BASE_CHECKPOINT, STUDENT
+from app.kinds.tiny_lm.engine.lm_rollout import sample_groups
+from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 
 SEEDS = (0, 1, 2, 3, 4)
 QUICK = 0.1  # every stage at a tenth of its steps

@@ -1,9 +1,9 @@
 """Sampling a group from the tiny LM: seeded, stops at <end>, padding masked."""
 import torch
 
-from app.domain.arith_task import END, PAD, TOKEN_ID, encode
-from app.engine.lm_sampling import sample_group
-from app.engine.tiny_lm import init_tiny_lm
+from app.kinds.tiny_lm.domain.arith_task import END, PAD, TOKEN_ID, encode
+from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+from app.kinds.tiny_lm.engine.tiny_lm import init_tiny_lm
 
 
 def test_same_seed_same_group():

@@ -5,10 +5,10 @@ import grpo_reference as ref
 import pytest
 from paths import PROCESSES_PATH
 
-from app.domain.process_spec import load_processes
-from app.domain.toy_task import TOY_PROMPTS
-from app.engine.processes import GROUP_SIZE, GRPO_LR, run_process
-from app.engine.stage_step import stage_step
+from app.kinds.toy.domain.process_spec import load_processes
+from app.kinds.toy.domain.toy_task import TOY_PROMPTS
+from app.kinds.toy.engine.processes import GROUP_SIZE, GRPO_LR, run_process
+from app.kinds.toy.engine.stage_step import stage_step
 
 CATALOG = load_processes(PROCESSES_PATH)
 FEATURES = [list(p.features) for p in TOY_PROMPTS]

@@ -1,8 +1,8 @@
 """The tiny LM of issue 13: size, causality, determinism and per-token log-probs."""
 import torch
 
-from app.domain.arith_task import END, THINK, encode
-from app.engine.tiny_lm import TinyLMConfig, completion_logprobs, init_tiny_lm
+from app.kinds.tiny_lm.domain.arith_task import END, THINK, encode
+from app.kinds.tiny_lm.engine.tiny_lm import TinyLMConfig, completion_logprobs, init_tiny_lm
 
 
 def test_size_is_within_the_issue_s_range():

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engine.params import Conventions
-from app.engine.token_grpo import token_grpo_step
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_step import token_grpo_step
 
 CONVENTIONS = st.fixed_dictionaries({
     "preset": st.sampled_from(["deepseekmath", "trl", "verl", "dr_grpo", "dapo"]),
@@ -78,8 +78,8 @@ def test_loss_and_per_token_gradient_match_the_reference(group, fields):
 
 def test_one_token_completions_reduce_to_the_toy_step():
     """T = 1 everywhere: the same numbers as the walkthrough's one-token GRPO step."""
-    from app.engine.grpo_step import run_grpo_step
-    from app.engine.params import GRPOParams
+    from app.kinds.toy.engine.grpo_step import run_grpo_step
+    from app.kinds.toy.engine.params import GRPOParams
 
     params = GRPOParams(preset="verl", beta=0.04)
     result = run_grpo_step(params)

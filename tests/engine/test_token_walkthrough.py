@@ -12,15 +12,15 @@ import pytest
 import torch
 
 from app.domain.snapshot import load_snapshot
-from app.engine import token_walkthrough as tw
-from app.engine.params import Conventions
-from app.engine.tiny_lm_grpo import TinyLMGRPO, build_tiny_lm_grpo
-from app.engine.token_grpo import token_grpo_step
-from app.engine.token_node_map import is_token_runnable
-from app.engine.token_params import TokenParams
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_step import token_grpo_step
 from app.export.document import export
 from app.export.steps import read_steps
 from app.export.targets import TARGETS
+from app.kinds.tiny_lm.engine import token_walkthrough as tw
+from app.kinds.tiny_lm.engine.tiny_lm_grpo import TinyLMGRPO, build_tiny_lm_grpo
+from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.tiny_lm.engine.token_params import TokenParams
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FILE = ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json"
@@ -126,8 +126,8 @@ def test_the_module_is_token_grpo_step():
         with torch.no_grad():
             for p in model.policy.parameters():
                 p.add_(torch.randn_like(p) * 0.01)
-        from app.domain.arith_task import encode
-        from app.engine.lm_sampling import sample_group
+        from app.kinds.tiny_lm.domain.arith_task import encode
+        from app.kinds.tiny_lm.engine.lm_sampling import sample_group
         group = sample_group(base, encode(result.prompt_text), 6, 24, seed=1)
         rewards = torch.tensor([1.0, 0.0, 2.0, 0.0, 1.0, 3.0], dtype=torch.float64)
         out = model(group.ids, group.mask, rewards, group.prompt_length)

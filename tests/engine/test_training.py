@@ -6,8 +6,9 @@ import copy
 import pytest
 import torch
 
-from app.engine.model import DTYPE, CompletionPolicy, ToyConfig
-from app.engine.training import SGD
+from app.engine.grpo.head import DTYPE
+from app.engine.runtime.training import SGD
+from app.kinds.toy.engine.model import CompletionPolicy, ToyConfig
 
 
 def _loss(policy: torch.nn.Module, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

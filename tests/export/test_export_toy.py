@@ -21,11 +21,11 @@ from bs4 import BeautifulSoup
 from paths import ROOT, SEED_PATH
 
 from app.domain.snapshot import parse_snapshot
-from app.engine.node_map import is_runnable
 from app.export.document import build_document, export, render, timestamp, trace_graph
 from app.export.layout import MEMBER_TOP, NODE_HEIGHT, NODE_WIDTH, PADDING
 from app.export.steps import read_steps
 from app.export.targets import TARGETS
+from app.kinds.toy.engine.node_map import is_runnable
 from app.views import graph_layout
 from app.views.graph import build_graph_view
 

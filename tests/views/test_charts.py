@@ -12,13 +12,13 @@ from jinja2 import Environment, FileSystemLoader
 from paths import ROOT, SEED_PATH
 
 from app.domain.snapshot import load_snapshot
-from app.engine.grpo_step import run_grpo_step
-from app.engine.params import GRPOParams
-from app.views.charts.advantages import advantage_bars
-from app.views.charts.clip_plot import clip_plot
+from app.kinds.toy.engine.grpo_step import run_grpo_step
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.charts.advantages import advantage_bars
+from app.kinds.toy.views.charts.clip_plot import clip_plot
+from app.kinds.toy.views.charts.probabilities import probability_bars
+from app.kinds.toy.views.inspector import TensorStats, build_inspector, flatten, tensor_stats
 from app.views.charts.frame import nice_ticks
-from app.views.charts.probabilities import probability_bars
-from app.views.inspector import TensorStats, build_inspector, flatten, tensor_stats
 from app.views.numbers import significant as fmt
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -495,9 +495,9 @@ def test_inspector_builds_the_charts_the_template_draws(run):
 
 def test_clip_plot_draws_an_asymmetric_band():
     """DAPO's clip-higher: the band is [1−ε, 1+ε_high], and the A > 0 curve breaks at 1+ε_high."""
-    from app.engine.grpo_step import run_grpo_step
-    from app.engine.params import GRPOParams
-    from app.views.charts.clip_plot import clip_plot
+    from app.kinds.toy.engine.grpo_step import run_grpo_step
+    from app.kinds.toy.engine.params import GRPOParams
+    from app.kinds.toy.views.charts.clip_plot import clip_plot
     run = run_grpo_step(GRPOParams(preset="dapo", rewards=(1, 0, 0, 1, 0, 0, 1, 0)))
     plot = clip_plot(0.2, run.samples, epsilon_high=0.28)
     assert plot.band_labels[1].text == "1+ε_high = 1.28" and "[0.8, 1.28]" in plot.caption

@@ -8,11 +8,12 @@ import pytest
 from snapshots import SEED_PATH
 
 from app.domain.snapshot import load_snapshot
-from app.engine.compare import GradChange
-from app.engine.params import Conventions, GRPOParams
-from app.views.compare_cases import CASES
-from app.views.compare_marks import change_detail, change_tag, grad_marks, percent
-from app.views.compare_view import build_compare_view
+from app.engine.grpo.params import Conventions
+from app.kinds.toy.engine.compare import GradChange
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.compare_cases import CASES
+from app.kinds.toy.views.compare_marks import change_detail, change_tag, grad_marks, percent
+from app.kinds.toy.views.compare_view import build_compare_view
 from app.views.screen import build_screen
 from app.views.urls import conventions_query
 from app.views.view_state import COMPARE_KEYS, ViewState, parse_compare

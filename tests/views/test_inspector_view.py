@@ -9,9 +9,9 @@ from bs4 import BeautifulSoup
 from snapshots import SEED_PATH, other_snapshot
 
 from app.domain.snapshot import load_snapshot
-from app.engine.grpo_step import run_grpo_step
-from app.engine.params import GRPOParams
-from app.views.inspector import build_inspector
+from app.kinds.toy.engine.grpo_step import run_grpo_step
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.inspector import build_inspector
 from app.views.meaning import choice_label, filled_formula, node_meaning
 
 SEED = load_snapshot(SEED_PATH)
@@ -144,7 +144,7 @@ DEFAULT_COLUMNS = ["reward", "advantage", "ratio", "clipped", "divergence", "obj
 
 
 def table_of(**params):
-    from app.views.sample_table import build_sample_table
+    from app.kinds.toy.views.sample_table import build_sample_table
     return build_sample_table(run_grpo_step(GRPOParams(**params)))
 
 

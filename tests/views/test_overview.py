@@ -8,7 +8,7 @@ import pytest
 from snapshots import other_snapshot
 
 from app.domain.snapshot import load_snapshot, parse_snapshot
-from app.engine.params import GRPOParams
+from app.kinds.toy.engine.params import GRPOParams
 from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH
 from app.views.overview_layout import overview_positions, top_level_graph
 from app.views.screen import build_screen

@@ -9,16 +9,16 @@ from bs4 import BeautifulSoup
 from jinja2 import Environment, FileSystemLoader
 from paths import PROCESSES_PATH, SEED_PATH, TEMPLATES
 
-from app.domain.process_spec import load_processes, parse_processes
 from app.domain.snapshot import load_snapshot
-from app.engine.params import GRPOParams
-from app.engine.processes import run_process
-from app.views.charts.comparison import comparison
+from app.kinds.toy.domain.process_spec import load_processes, parse_processes
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.views.charts.comparison import comparison
+from app.kinds.toy.views.charts.pipeline import pipeline
+from app.kinds.toy.views.process_panel import build_process_panel, reward_rows, sampling_note
 from app.views.charts.frame import wrap
 from app.views.charts.line_charts import line_chart, stage_curves
-from app.views.charts.pipeline import pipeline
 from app.views.numbers import significant
-from app.views.process_panel import build_process_panel, reward_rows, sampling_note
 from app.views.view_state import ViewState
 
 IDS = ("r1-zero", "r1", "distillation")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engine.params import GRPOParams
+from app.kinds.toy.engine.params import GRPOParams
 from app.views.urls import URLS, params_query
 
 

@@ -15,8 +15,8 @@ from bs4 import BeautifulSoup
 from pydantic import TypeAdapter
 from snapshots import SEED_PATH, other_snapshot
 
-from app.views.compare_cases import CASE_IDS, CASES
-from app.web.schemas.compare import CompareBody, CompareNode, CompareSample, GradChangeBody
+from app.kinds.toy.views.compare_cases import CASE_IDS, CASES
+from app.kinds.toy.web.schemas.compare import CompareBody, CompareNode, CompareSample, GradChangeBody
 from app.web.schemas.errors import ErrorBody, ValidationErrorBody
 
 COMPARE = "/api/walkthroughs/toy_grpo/compare"

@@ -98,7 +98,7 @@ def crashing_client(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("boom in /work/main/app/secret_module.py line 42")
 
-    monkeypatch.setattr("app.engine.select.run_grpo_step", boom)
+    monkeypatch.setattr("app.kinds.toy.engine.select.run_grpo_step", boom)
     app = create_app(Settings(device="cpu", uploads_dir=tmp_path / "up"))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client

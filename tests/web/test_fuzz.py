@@ -26,10 +26,10 @@ from hypothesis import strategies as st
 from reporting import report
 from snapshots import SEED_PATH
 
-from app.domain.process_spec import load_processes
 from app.domain.snapshot import load_snapshot
-from app.engine.params import GRPOParams
-from app.views.form import FORM_FIELDS
+from app.kinds.toy.domain.process_spec import load_processes
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.form import FORM_FIELDS
 from app.web.settings import Settings
 
 pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop

@@ -21,7 +21,7 @@ from reporting import report
 from run_async import run_async
 
 from app.domain.uploads import MAX_BYTES
-from app.engine.compute import LIMITER
+from app.engine.runtime.compute import LIMITER
 from app.web.factory import create_app
 from app.web.middleware.limits import UPLOAD_BODY_LIMIT
 from app.web.settings import Settings

@@ -21,7 +21,7 @@ from live_server import running_server
 from reporting import report
 from run_async import run_async
 
-from app.engine.grpo_step import run_grpo_step
+from app.kinds.toy.engine.grpo_step import run_grpo_step
 
 pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
 

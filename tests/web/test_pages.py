@@ -215,7 +215,7 @@ def test_another_snapshot_renders_view_only_and_escapes(client):
 
 
 def test_form_groups_every_field_with_its_explanation_and_range(client):
-    from app.views.form import CONVENTION_SPECS, FIELDS, PRESET_VALUES, SAMPLING_SPECS, allowed_range
+    from app.kinds.toy.views.form import CONVENTION_SPECS, FIELDS, PRESET_VALUES, SAMPLING_SPECS, allowed_range
     page = soup(client.get("/walkthroughs/toy_grpo/steps/clip"))
     form = page.select_one("form#param-form")
     assert form["method"] == "get" and form.select_one("#recompute") and form.select_one("#defaults")

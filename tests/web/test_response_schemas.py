@@ -15,13 +15,13 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, TypeAdapter
 from snapshots import other_snapshot
 
-from app.engine.compute import LIMITER
+from app.engine.runtime.compute import LIMITER
+from app.kinds.toy.web.schemas.compare import CompareBody
+from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
+from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
 from app.web.factory import create_app
-from app.web.schemas.compare import CompareBody
 from app.web.schemas.errors import ErrorBody, ParamError, ValidationErrorBody
 from app.web.schemas.health import HealthBody
-from app.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
-from app.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
 from app.web.schemas.walkthroughs import UploadBody, WalkthroughItem, WalkthroughSummary
 from app.web.settings import PROJECT_ROOT, Settings
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, FiniteFloat
 
-from ..json_path import render_loc
-from .limits import (
+from app.domain.json_path import render_loc
+from app.domain.snapshot.limits import (
     MAX_CAMERA_OFFSET,
     MAX_DEPTH,
     MAX_POSITION,
@@ -20,7 +20,7 @@ from .limits import (
     MIN_ZOOM,
     text_depth,
 )
-from .values import loads, value_problems
+from app.domain.snapshot.values import loads, value_problems
 
 
 def one_of(what: str, value: Any, allowed: Any) -> Any:

@@ -21,8 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from .fields import Coordinate, Extent, Offset, Zoom, linkable, loads_if_str, one_of
-from .references import ReferenceProblems, cross_reference_problems
+from app.domain.snapshot.fields import Coordinate, Extent, Offset, Zoom, linkable, loads_if_str, one_of
+from app.domain.snapshot.references import ReferenceProblems, cross_reference_problems
 
 FORMAT = "tensorviz.graph"
 SUPPORTED_VERSIONS = {3}

@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..json_path import render_loc
-from .limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
-from .models import Snapshot
-from .references import ReferenceProblems
-from .values import loads, value_problems
+from app.domain.json_path import render_loc
+from app.domain.snapshot.limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
+from app.domain.snapshot.models import Snapshot
+from app.domain.snapshot.references import ReferenceProblems
+from app.domain.snapshot.values import loads, value_problems
 
 MAX_REPORTED = 100  # a file of a million bad numbers gets a readable refusal, not a huge one
 

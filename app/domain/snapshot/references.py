@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .models import Node, Snapshot
+    from app.domain.snapshot.models import Node, Snapshot
 
 
 class ReferenceProblems(ValueError):

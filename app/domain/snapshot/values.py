@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from .limits import MAX_INT, MAX_INT_DIGITS
+from app.domain.snapshot.limits import MAX_INT, MAX_INT_DIGITS
 
 Loc = tuple[int | str, ...]
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..numbers import MINUS
+from app.views.numbers import MINUS
 
 ZERO_ADVANTAGE = 1e-12  # |A| below this counts as 0 (an equal-reward group gives exactly 0)
 CHAR_W = 6.2  # rough width of one character of 11px chart text, for label placement

@@ -5,9 +5,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...engine.processes import StageRun
-from ..numbers import significant
-from .frame import CHAR_W, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
+from app.kinds.toy.engine.processes import StageRun
+from app.views.charts.frame import CHAR_W, PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
+from app.views.numbers import significant
 
 
 @dataclass(frozen=True)

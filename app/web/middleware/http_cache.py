@@ -46,8 +46,8 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ...domain.uploads import ID_PATTERN
-from ..rendering import VARY, static_version
+from app.domain.uploads import ID_PATTERN
+from app.web.rendering import VARY, static_version
 
 PUBLIC = "public, max-age=300, stale-while-revalidate=3600, stale-if-error=86400"
 IMMUTABLE = "public, max-age=31536000, immutable"

@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from ...domain.uploads import MAX_BYTES
-from ..settings import Settings
+from app.domain.uploads import MAX_BYTES
+from app.web.settings import Settings
 
 # The upload routes take one file of at most MAX_BYTES inside a multipart form: boundaries,
 # part headers and a file name add well under this much.
@@ -111,7 +111,7 @@ class BodyLimitMiddleware:
                 (b"connection", b"close")]})
             await send({"type": "http.response.body", "body": body})
             return
-        from ..rendering import render_error  # templates load on first use, not on import
+        from app.web.rendering import render_error  # templates load on first use, not on import
 
         response = render_error(Request(scope), 413, "Upload refused", message)
         response.headers["Connection"] = "close"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse
 
-from ..rendering import templates
+from app.web.rendering import templates
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,7 +1,7 @@
 from fastapi import APIRouter
 
-from ..schemas.base import AsBuilt
-from ..schemas.health import HealthBody
+from app.web.schemas.base import AsBuilt
+from app.web.schemas.health import HealthBody
 
 router = APIRouter(tags=["health"])
 

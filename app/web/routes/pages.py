@@ -8,19 +8,19 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
-from ...domain.uploads import UploadRejected
-from ...engine.params import GRPOParams
-from ...engine.token_node_map import is_token_runnable
-from ...views.compare_view import build_compare_view
-from ...views.form import FORM_FIELDS, ParamForm
-from ...views.screen import build_screen
-from ...views.urls import URLS
-from ...views.view_state import UnknownViewPart, ViewState, parse_compare
-from ...views.walkthrough_list import list_walkthroughs
-from ..deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
-from ..errors import NotFound
-from ..rendering import render, templates, wants_fragment
-from .token_pages import path_fragment, token_step_work
+from app.domain.uploads import UploadRejected
+from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.tiny_lm.web.pages import path_fragment, token_step_work
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.compare_view import build_compare_view
+from app.kinds.toy.views.form import FORM_FIELDS, ParamForm
+from app.views.screen import build_screen
+from app.views.urls import URLS
+from app.views.view_state import UnknownViewPart, ViewState, parse_compare
+from app.views.walkthrough_list import list_walkthroughs
+from app.web.deps import CatalogDep, ComputeDep, DeviceDep, ProcessesDep, find_snapshot, read_capped
+from app.web.errors import NotFound
+from app.web.rendering import render, templates, wants_fragment
 
 router = APIRouter(include_in_schema=False)
 

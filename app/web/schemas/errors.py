@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import Body
+from app.web.schemas.base import Body
 
 
 class ErrorBody(Body):

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Body
+from app.web.schemas.base import Body
 
 
 class HealthBody(Body):

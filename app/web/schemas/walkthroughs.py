@@ -9,14 +9,15 @@ from typing import Any
 
 from pydantic import Field
 
-from ...domain.catalog import CatalogEntry
-from ...domain.snapshot import Snapshot
-from ...engine.node_map import is_runnable
-from ...engine.records import NodeRecord, StepResult
-from ...engine.token_node_map import is_token_runnable
-from ...views.graph_layout import visible_node_ids
-from ...views.urls import URLS
-from .base import Body
+from app.domain.catalog import CatalogEntry
+from app.domain.snapshot import Snapshot
+from app.engine.runtime.records import NodeRecord
+from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.toy.engine.node_map import is_runnable
+from app.kinds.toy.engine.records import StepResult
+from app.views.graph_layout import visible_node_ids
+from app.views.urls import URLS
+from app.web.schemas.base import Body
 
 # -- models ----------------------------------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""The tiny-LM walkthrough's screen: the generic graph screen (views/screen.py) plus the token
+panel, the token form, the selected node's recorded tensors and, inside a block, its attention.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from pydantic import ValidationError
+
+from app.domain.snapshot import Snapshot
+from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS
+from app.kinds.tiny_lm.engine.path_jobs import PATH_JOBS
+from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.engine.token_records import TensorSummary, TokenStepResult
+from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
+from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
+from app.kinds.tiny_lm.views.token_view import METRICS, TokenPanel, build_token_panel
+from app.views.screen import Screen, build_screen
+from app.views.urls import URLS
+from app.views.view_state import ViewState
+
+BLOCK = re.compile(r"(?:^|\.|@)policy\.blocks\.(\d+)(?:\.|#|$)")
+VIEW_KEYS = ("metric", "completion", "head", "path")  # the token panel's own view state, besides the params
+
+
+class BadTokenView(ValueError):
+    """A view value (metric, completion, head) that does not exist; the message names it."""
+
+
+@dataclass(frozen=True)
+class TokenQuery:
+    params: TokenParams
+    form: TokenForm | None  # set when the typed parameters were refused
+    metric: str | None
+    completion: int
+    head: int
+    path: str | None = None  # a training path to run and show (engine/lm_paths.py)
+
+    def extra(self) -> tuple[tuple[str, str], ...]:
+        q = dict(token_query(self.params))
+        if self.metric:
+            q["metric"] = self.metric
+        if self.completion:
+            q["completion"] = str(self.completion)
+        if self.head:
+            q["head"] = str(self.head)
+        if self.path:
+            q["path"] = self.path
+        return tuple(q.items())
+
+
+def _index(raw: str | None, name: str) -> int:
+    if raw is None or raw == "":
+        return 0
+    if not raw.isdigit() or len(raw) > 3:
+        raise BadTokenView(f"{name} must be a small whole number, got {raw!r}")
+    return int(raw)
+
+
+def read_token_query(query: Mapping[str, str]) -> TokenQuery:
+    raw = {k: v.strip() for k in TOKEN_FIELDS if (v := query.get(k)) is not None and v.strip() != ""}
+    try:
+        params, form = TokenParams(**raw), None
+    except ValidationError as exc:
+        params, form = TokenParams(), TokenForm.refused(raw, exc.errors())
+    metric = query.get("metric") or None
+    if metric is not None and metric not in METRICS:
+        raise BadTokenView(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    path = query.get("path") or None
+    if path is not None and path not in PATH_IDS:
+        raise BadTokenView(f"path must be one of {', '.join(PATH_IDS)}, got {path!r}")
+    return TokenQuery(params, form, metric, _index(query.get("completion"), "completion"),
+                      _index(query.get("head"), "head"), path)
+
+
+@dataclass(frozen=True)
+class AttentionView:
+    block: int
+    completion: int
+    head: int
+    heads: int
+    tokens: tuple[str, ...]  # what each position read (the prompt, then the completion, less its last)
+    weights: list[list[float]]  # row = query position, column = key position; rows sum to 1
+
+
+@dataclass(frozen=True)
+class TokenScreen:
+    panel: TokenPanel
+    form: TokenForm
+    query: TokenQuery
+    node: TensorSummary | None
+    attention: AttentionView | None
+    metric_urls: tuple[tuple[str, str, str], ...]  # (metric id, label, url)
+    completion_urls: tuple[str, ...]  # the attention map of each completion
+    head_urls: tuple[str, ...]  # … of each head
+    api_url: str
+    node_api_url: str | None
+    paths: PathPanel | None = None
+
+    @property
+    def result(self) -> TokenStepResult:
+        return self.panel.result
+
+
+def _attention(result: TokenStepResult, node_id: str | None, q: TokenQuery) -> AttentionView | None:
+    match = BLOCK.search(node_id or "")
+    if match is None:
+        return None
+    block = int(match.group(1))
+    heads = result.nodes[f"softmax@policy.blocks.{block}.attention#0"].shape[1]
+    if q.completion >= result.group_size:
+        raise BadTokenView(f"completion must be below {result.group_size}, got {q.completion}")
+    if q.head >= heads:
+        raise BadTokenView(f"head must be below {heads}, got {q.head}")
+    c = result.completions[q.completion]
+    tokens = (*result.prompt_tokens, *(t.text for t in c.tokens))[:-1]
+    return AttentionView(block, q.completion, q.head, heads, tokens, result.attention(block, q.completion, q.head))
+
+
+def build_token_screen(snapshot: Snapshot, state: ViewState, device: str, q: TokenQuery) -> Screen:
+    screen = build_screen(snapshot, state, device)
+    result = run_token_step(q.params, device)
+    panel = build_token_panel(result, state.step_id, q.metric)
+    node = result.nodes.get(state.node) if state.node else None
+    attention = _attention(result, state.node, q)
+
+    def url(**change) -> str:
+        return replace(state, extra=replace(q, **change).extra()).url(snapshot)
+
+    heads = attention.heads if attention else 0
+    token = TokenScreen(
+        panel, q.form or TokenForm.from_params(q.params), q, node, attention,
+        tuple((m.id, m.label, url(metric=m.id)) for m in METRICS.values()),
+        tuple(url(completion=i) for i in range(result.group_size)) if attention else (),
+        tuple(url(head=h) for h in range(heads)),
+        tokens_api_url(state.walkthrough_id, state.step_id, q),
+        tokens_api_url(state.walkthrough_id, state.step_id, q, state.node) if state.node else None,
+        path_panel(state.walkthrough_id, q, device, {p: url(path=p) + "#lm-path-panel" for p in PATH_IDS}))
+    return replace(screen, token=token)
+
+
+def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str]) -> PathPanel:
+    """The process selector; choosing a path starts its run (or finds it in the cache)."""
+    job = PATH_JOBS.get(q.path, q.params.seed, device) if q.path else None
+    poll = URLS.lm_path(walkthrough_id, q.path, {"seed": str(q.params.seed)}) if q.path else None
+    return build_path_panel(q.path, job, urls, poll)
+
+
+def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str | None = None) -> str:
+    query = {"step": step_id, **token_query(q.params)}
+    if node:
+        query["node"] = node
+    return URLS.tokens(walkthrough_id, query)

@@ -1,0 +1,57 @@
+"""JSON API of the tiny-LM walkthrough: its token-level GRPO step. Thin: the engine does the work."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+
+from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.web.schemas.tokens import tokens_payload
+from app.web.deps import (
+    CatalogDep,
+    ComputeDep,
+    DeviceDep,
+    StrictQueryRoute,
+    TokenParamsDep,
+    check_node,
+    check_step,
+    find_snapshot,
+)
+from app.web.errors import NotRunnable
+from app.web.json_body import accepts_gzip, json_response
+from app.web.schemas.base import AsBuilt
+from app.web.schemas.errors import BUSY, ValidationErrorBody, error
+
+router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
+
+
+@router.get("/walkthroughs/{walkthrough_id}/tokens", response_model=AsBuilt, responses={
+    404: error("Unknown walkthrough, step or node."),
+    409: error("The walkthrough is not the tiny-LM one: no token-level model matches its nodes."),
+    422: error("A parameter is out of range or malformed; `detail` names it.", ValidationErrorBody),
+    503: BUSY,
+})
+async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: TokenParamsDep,
+                     compute: ComputeDep,
+                     step: Annotated[str | None, Query(description="The step being viewed (echoed).")] = None,
+                     node: Annotated[str | None, Query(description="Send this node's every value and gradient "
+                                                                   "instead of every node's summary.")] = None,
+                     ) -> Response:
+    """The tiny LM's token-level GRPO step: the prompt, each completion with its reward parts and
+    advantage, and per token log π, log π_old, log π_ref, ρ, clip, KL, weight w, ∂loss/∂log π and
+    log π after one optimiser step; the loss under each aggregation; per node a summary of its value
+    and gradient (shape, min, max, mean, norms), or with `node` that node's full tensors."""
+    gzip_ok = accepts_gzip(request)
+    snapshot = find_snapshot(cat, walkthrough_id)
+    check_step(snapshot, step)
+    check_node(snapshot, node)
+    if not is_token_runnable(snapshot):
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")
+    return await compute.run(_tokens, walkthrough_id, params, dev, step, node, gzip_ok)
+
+
+def _tokens(walkthrough_id: str, params: TokenParams, dev: str, step: str | None, node: str | None,
+            gzip_ok: bool) -> Response:
+    return json_response(tokens_payload(walkthrough_id, run_token_step(params, dev), step, node), gzip_ok)

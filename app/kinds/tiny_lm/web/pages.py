@@ -1,0 +1,77 @@
+"""The tiny-LM walkthrough's step page: the same URL and template as any walkthrough, its
+numbers from the token-level engine. Thin: parsing and building live in views/token_screen.py."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fastapi import Request
+from starlette.responses import RedirectResponse
+
+from app.domain.snapshot import Snapshot
+from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS
+from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.views.token_screen import (
+    BadTokenView,
+    TokenQuery,
+    build_token_screen,
+    path_panel,
+    read_token_query,
+)
+from app.kinds.toy.engine.params import GRPOParams
+from app.views.urls import URLS
+from app.views.view_state import UnknownViewPart, ViewState
+from app.views.walkthrough_list import list_walkthroughs
+from app.web.deps import find_snapshot
+from app.web.errors import NotFound
+from app.web.rendering import render, wants_fragment
+
+PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "partials/token_form.html"
+PATHS = "partials/lm_path_panel.html"
+
+
+def token_step_work(request: Request, walkthrough_id: str, step_id: str, snapshot: Snapshot, cat, dev: str):
+    query = request.query_params
+    try:
+        q = read_token_query(query)
+        state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
+                                node=query.get("node"), params=GRPOParams(), view=query.get("view"),
+                                extra=q.extra())
+        screen = build_token_screen(snapshot, state, dev, q)
+    except (UnknownViewPart, BadTokenView) as exc:
+        raise NotFound(str(exc)) from None
+    context = {"screen": screen, "catalog": cat, "compare": None,
+               "switch": list_walkthroughs(cat.entries(), walkthrough_id)}
+    if q.form is not None:
+        if wants_fragment(request):  # the previous view stays: only the form is swapped
+            return render(request, FORM, FORM, context, 422,
+                          {"HX-Retarget": "#token-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
+        return render(request, PAGE, VIEW, context, 422)
+    canonical = screen.url()
+    if not wants_fragment(request) and dict(query) != state.query(snapshot):
+        return RedirectResponse(canonical, status_code=303)
+    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else {}
+    if _running(screen.token.paths):
+        headers["Cache-Control"] = NO_STORE
+    return render(request, PAGE, VIEW, context, headers=headers or None)
+
+
+NO_STORE = "no-store"  # a page showing a run in progress changes: neither cache may keep it
+
+
+def _running(panel) -> bool:
+    return panel is not None and panel.job is not None and not panel.job.finished
+
+
+def path_fragment(request: Request, walkthrough_id: str, path: str, seed: int, cat, dev: str):
+    """The paths box alone, as the page polls it while a run goes on (started here if need be)."""
+    snapshot = find_snapshot(cat, walkthrough_id)
+    if path not in PATH_IDS or not is_token_runnable(snapshot):
+        raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
+    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
+    step = snapshot.opening_step_id
+    urls = {p: URLS.step(walkthrough_id, step, {**dict(replace(q, path=p).extra())}) + "#lm-path-panel"
+            for p in PATH_IDS}
+    panel = path_panel(walkthrough_id, q, dev, urls)
+    return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},
+                  headers={"Cache-Control": NO_STORE} if _running(panel) else None)

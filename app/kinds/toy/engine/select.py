@@ -1,0 +1,21 @@
+"""The one place that picks what a view's numbers come from: a process stage or the plain step."""
+from __future__ import annotations
+
+from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine.grpo_step import run_grpo_step
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.stage_step import stage_step
+
+
+def step_for_view(params: GRPOParams, device: str, processes: ProcessCatalog | None,
+                  process_id: str | None = None, stage_id: str | None = None) -> StepResult:
+    """With a training path: its stage's last training step (seed and prompt apply; the stage
+    keeps its own G, ε, β). Without: the walkthrough's GRPO step with all of `params`.
+    KeyError for an unknown process or stage (callers validate ids first)."""
+    if process_id is None or processes is None:
+        return run_grpo_step(params, device)
+    process = processes.get(process_id)
+    stage = process.stage(stage_id) if stage_id is not None else process.default_stage
+    return stage_step(run_process(processes, process.id, params.seed), stage.id, params.prompt)

@@ -1,0 +1,121 @@
+"""The training-path panel of a screen: selector, pipeline, facts, curves, comparison.
+
+Built from the engine's runs (docs/design.md §4); every chart is finished here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.snapshot import Snapshot
+from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
+from app.kinds.toy.domain.rewards import role_rewards
+from app.kinds.toy.domain.toy_task import ROLE_LABELS
+from app.kinds.toy.engine.processes import METRICS_NOTE, StageRun, run_process
+from app.kinds.toy.views.charts.comparison import ComparisonChart, comparison
+from app.kinds.toy.views.charts.pipeline import Pipeline, kind_label, pipeline
+from app.views.charts.line_charts import LineChart, stage_curves
+from app.views.numbers import significant
+from app.views.view_state import ViewState
+
+NO_PROCESS_TITLE = "GRPO walkthrough step (no training path)"
+
+
+@dataclass(frozen=True)
+class ProcessOption:
+    id: str
+    title: str
+    url: str
+    selected: bool
+
+
+@dataclass(frozen=True)
+class StageLink:
+    stage: Stage
+    kind_label: str
+    url: str
+    selected: bool
+
+
+@dataclass(frozen=True)
+class StageCard:
+    stage: Stage
+    kind_label: str
+    dataset_size: int
+    sampled: int
+    iterations: int  # training iterations drawn in the curves (0: the stage does not train)
+    reward_rows: tuple[tuple[str, str], ...]  # (answer role, reward) of the stage's rule
+    curves: tuple[LineChart, ...]
+    sampling_note: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    seed: int
+    metrics_note: str
+    chart: ComparisonChart
+    paper_results: tuple[tuple[str, str], ...]  # (path title, the paper's result)
+
+
+@dataclass(frozen=True)
+class ProcessPanel:
+    options: list[ProcessOption]
+    process: Process | None
+    pipeline: Pipeline | None
+    stage_links: tuple[StageLink, ...]
+    stage: StageCard | None
+    comparison: Comparison | None  # only with a path chosen: it runs all three paths
+    form_action: str
+    hidden: dict[str, str]
+
+    @property
+    def stage_urls(self) -> dict[str, str]:
+        return {link.stage.id: link.url for link in self.stage_links}
+
+
+def reward_rows(stage: Stage) -> tuple[tuple[str, str], ...]:
+    """(answer role, reward) rows of the stage's reward rule, in the roles' fixed order."""
+    if not stage.reward:
+        return ()
+    by_role = role_rewards(stage.reward)
+    return tuple((ROLE_LABELS.get(r, r), significant(v, strip=True)) for r, v in by_role.items())
+
+
+def sampling_note(run: StageRun) -> str:
+    st = run.stage
+    per = st.samples_per_prompt if st.kind == "rejection_sampling" else None
+    how = f"samples {per} answers per prompt" if per else f"samples {run.sampled} answers"
+    return (f"No training: this stage {how} from {st.start} and keeps "
+            f"{len(run.dataset)} of {run.sampled} (those every reward component pays).")
+
+
+def stage_card(run: StageRun) -> StageCard:
+    st = run.stage
+    return StageCard(st, kind_label(st.kind), len(run.dataset), run.sampled, len(run.curve), reward_rows(st),
+                     tuple(stage_curves(run)), sampling_note(run))
+
+
+def build_process_panel(snapshot: Snapshot, state: ViewState, processes: ProcessCatalog) -> ProcessPanel:
+    seed = state.params.seed
+    options = [ProcessOption("", NO_PROCESS_TITLE, state.with_process(None).url(snapshot), state.process is None)]
+    options += [ProcessOption(p.id, p.title, state.with_process(p.id).url(snapshot), p.id == state.process)
+                for p in processes.processes]
+    process = drawn = card = compared = None
+    links: tuple[StageLink, ...] = ()
+    if state.process:
+        process = processes.get(state.process)
+        run = run_process(processes, process.id, seed)
+        shown = process.stage(state.stage) if state.stage else process.default_stage
+        drawn = pipeline(process, shown.id)
+        # the default stage's link names no stage: one URL per view
+        links = tuple(StageLink(s, kind_label(s.kind),
+                                state.with_process(process.id, None if s is process.default_stage else s.id)
+                                .url(snapshot), s.id == shown.id)
+                      for s in process.stages)
+        card = stage_card(run.stage(shown.id))
+        # The plain walkthrough step should not pay for three training runs: only with a path chosen.
+        finals = [(processes.get(pid), run_process(processes, pid, seed).final) for pid in processes.ids]
+        compared = Comparison(seed, METRICS_NOTE, comparison(finals),
+                              tuple((p.title, p.paper_result) for p, _ in finals))
+    hidden = {k: v for k, v in state.query(snapshot).items() if k not in ("process", "stage")}
+    form_action = state.url(snapshot).split("?", 1)[0]
+    return ProcessPanel(options, process, drawn, links, card, compared, form_action, hidden)

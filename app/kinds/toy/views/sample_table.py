@@ -1,0 +1,128 @@
+"""The group table of a GRPO step: one row per completion, one column per term of the loss.
+
+Which columns show depends on the conventions in force (app/engine/params.py): a column
+that would repeat another, or hold only "no", is left out, so the paper's defaults keep the
+ten columns they always had. Flags are words with a symbol, never colour alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.grpo.params import Conventions
+from app.kinds.toy.engine.records import StepResult
+from app.views import convention_text as ct
+from app.views.meaning import choice_label
+from app.views.numbers import param
+
+MAX_ROWS = 64  # the JSON API has them all
+
+STD_SHORT = {"population": "÷ population std", "sample": "÷ sample std", "none": "no ÷ std"}
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # the sample's field, or "clip" / "clamps" for flags
+    header: str
+    sub: str = ""  # a smaller second line: which std, which estimator, where the KL goes
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None = None  # a number, drawn by the num() macro
+    text: str = ""  # words after (or instead of) the number
+    mark: str = ""  # the class of those words: clip-mark, saturated, clamp-mark
+
+
+@dataclass(frozen=True)
+class Row:
+    index: int
+    action: int
+    choice: str  # "2 · readable correct"
+    clip_active: bool
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class SampleTable:
+    columns: tuple[Column, ...]  # after the row number and the choice
+    rows: tuple[Row, ...]
+    total: int  # completions in the group (rows shows at most MAX_ROWS)
+    caption: str
+    conventions: str  # "Conventions: TRL 1.16 defaults (β overridden to 0.04)."
+    in_force: str  # every convention, one line (with the one-token aggregation remark)
+
+
+def columns(c: Conventions) -> tuple[Column, ...]:
+    reward_kl = c.kl_placement == "reward"
+    bias = c.kl_bias_correction
+    kl_bound = ct.kl_clamps(c)[1]
+    cols = [Column("reward", "reward r")]
+    if reward_kl:
+        cols.append(Column("reward_used", "reward used", f"r − β·D, β = {param(c.beta)}"))
+    cols += [Column("advantage", "advantage A", STD_SHORT[c.advantage_std]),
+             Column("ratio", "ratio ρ", f"log-ratio clamp ±{param(c.log_ratio_clamp)}"
+                    if c.log_ratio_clamp is not None else ""),
+             Column("clipped", "clipped L", f"floor {param(c.dual_clip)}·A if A < 0"
+                    if c.dual_clip is not None else ""),
+             Column("divergence", "divergence D", c.kl_estimator + (" of π_old, in the reward" if reward_kl else "")
+                    + (f", clamp ±{param(kl_bound)}" if kl_bound is not None else ""))]
+    if bias:
+        cols += [Column("kl_rho_factor", "ρ factor", "KL × ρ (TRL)"),
+                 Column("kl_used", "KL used", f"ρ·D, × β = {param(c.beta)}")]
+    objective = "objective L" if reward_kl else ("objective L−βρD" if bias else "objective L−βD")
+    cols.append(Column("objective", objective))
+    if c.loss_aggregation != "sample_mean":
+        cols.append(Column("weight", "weight w", c.loss_aggregation))
+    cols.append(Column("ratio_grad", "∂loss/∂ρ"))
+    cols.append(Column("clip", "clip / dual clip" if c.dual_clip is not None else "clip"))
+    if c.log_ratio_clamp is not None or kl_bound is not None:
+        cols.append(Column("clamps", "clamps"))
+    return tuple(cols)
+
+
+def _clamps(sample: dict) -> str:
+    hits = [word for key, word in (("ratio_clamped", "ρ"), ("kl_log_ratio_clamped", "KL Δ"), ("kl_clamped", "KL"))
+            if sample.get(key)]
+    return "⇥ " + ", ".join(hits) + " clamped" if hits else ""
+
+
+def _cell(key: str, sample: dict) -> Cell:
+    if key == "clip":
+        if sample.get("dual_clip_hit"):
+            return Cell(text="⌊ dual clip (c·A)", mark="clip-mark")
+        return Cell(text="✂ clipped", mark="clip-mark") if sample.get("clip_active") else Cell(text="—")
+    if key == "clamps":
+        text = _clamps(sample)
+        return Cell(text=text, mark="clamp-mark") if text else Cell(text="—")
+    if key == "ratio_grad":
+        grad = sample.get(key)
+        if not (sample.get("clip_active") or sample.get("dual_clip_hit")):
+            return Cell(grad)
+        if grad == 0:
+            return Cell(grad, "(saturated)", "saturated")
+        return Cell(grad, "(KL × ρ only)", "saturated")  # the clip is flat; the KL term's ρ still pulls
+    value = sample.get(key)
+    return Cell(value if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
+                "" if value is not None else "n/a")
+
+
+def caption(c: Conventions) -> str:
+    flat = ("∂loss/∂ρ is exactly 0" if not (c.kl_bias_correction and c.beta) else
+            "the surrogate is flat in ρ, and only the KL × ρ term's gradient is left")
+    dual = " (or, marked “dual clip”, the floor c·A)" if c.dual_clip is not None else ""
+    return (f"Per-completion GRPO terms. Rows marked “clipped”{dual} have an active clip: {flat}. "
+            "Point at or focus a row to find its sample in the charts and formulas.")
+
+
+def build_sample_table(result: StepResult | None) -> SampleTable | None:
+    """The table of a GRPO step (a walkthrough step or a path's GRPO stage); None otherwise."""
+    if result is None or result.kind != "grpo":
+        return None
+    c = result.params.conventions()
+    cols = columns(c)
+    rows = tuple(
+        Row(i, s["action"], choice_label(result.prompt, s["action"]) if isinstance(s.get("action"), int) else "?",
+            bool(s.get("clip_active")), tuple(_cell(col.key, s) for col in cols))
+        for i, s in enumerate(result.samples[:MAX_ROWS]))
+    return SampleTable(cols, rows, len(result.samples), caption(c), ct.conventions_line(result.params),
+                       ct.in_force(c, len(result.samples)))

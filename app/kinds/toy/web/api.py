@@ -1,0 +1,179 @@
+"""JSON API: walkthroughs, their summaries and live tensors. Thin: the engine does the work."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Query, Request, Response, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.domain.snapshot import Snapshot
+from app.engine.grpo.params import Conventions
+from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine.compare import compare_step
+from app.kinds.toy.engine.node_map import is_runnable
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.web.schemas.compare import CompareBody, compare_payload
+from app.kinds.toy.web.schemas.tensors import TensorsBody
+from app.web.deps import (
+    CatalogDep,
+    CompareDep,
+    ComputeDep,
+    DeviceDep,
+    ParamsDep,
+    ProcessesDep,
+    StrictQueryRoute,
+    check_node,
+    check_step,
+    find_entry,
+    find_process,
+    find_snapshot,
+    find_stage,
+    read_capped,
+)
+from app.web.errors import NotRunnable
+from app.web.json_body import accepts_gzip, json_response
+from app.web.schemas.base import AsBuilt, AsBuiltList
+from app.web.schemas.errors import BUSY, ErrorBody, ValidationErrorBody, error
+from app.web.schemas.walkthroughs import (
+    UploadBody,
+    WalkthroughItem,
+    WalkthroughSummary,
+    tensors_payload,
+    upload_payload,
+    walkthrough_item,
+    walkthrough_summary,
+)
+
+router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
+
+
+# Routes send the builders' dicts as they are (response_model=AsBuilt: no validation, same
+# bytes as `-> dict`); `responses` names the model each body follows, for the document.
+# StrictQueryRoute refuses (422) and documents unknown query parameters on every route.
+
+UNKNOWN = error("Unknown walkthrough, or one whose file failed to load.")
+VIEW_ONLY = error("The walkthrough is view-only: no runnable model matches its nodes.")
+
+
+@router.get("/walkthroughs", response_model=AsBuiltList, responses={200: {"model": list[WalkthroughItem]}})
+def list_walkthroughs(cat: CatalogDep) -> list[dict]:
+    return [walkthrough_item(e) for e in cat.entries()]
+
+
+@router.get("/walkthroughs/{walkthrough_id}", response_model=AsBuilt,
+            responses={200: {"model": WalkthroughSummary}, 404: UNKNOWN})
+def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
+    find_snapshot(cat, walkthrough_id)
+    return walkthrough_summary(find_entry(cat, walkthrough_id))
+
+
+@router.get("/walkthroughs/{walkthrough_id}/tensors", response_model=AsBuilt, responses={
+    200: {"model": TensorsBody},
+    404: error("Unknown walkthrough, step, node, process or stage."),
+    409: VIEW_ONLY,
+    422: error("A parameter is out of range or malformed, `stage` came without `process`, or the "
+               "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
+    503: BUSY,
+})
+async def get_tensors(
+    request: Request,
+    walkthrough_id: str,
+    cat: CatalogDep,
+    dev: DeviceDep,
+    processes: ProcessesDep,
+    params: ParamsDep,
+    compute: ComputeDep,
+    step: Annotated[str | None, Query(description="Only the nodes visible in this step's view.")] = None,
+    node: Annotated[str | None, Query(description="Only this node.")] = None,
+    process: Annotated[str | None, Query(description="A training path (r1-zero, r1, distillation): show "
+                                         "its stage's last training step instead of the walkthrough's step. "
+                                         "Uses `seed` and `prompt`; other GRPO parameters are the stage's own.",
+                                         )] = None,
+    stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
+) -> Response:
+    gzip_ok = accepts_gzip(request)
+    snapshot = find_snapshot(cat, walkthrough_id)
+    check_step(snapshot, step)
+    check_node(snapshot, node)
+    if not is_runnable(snapshot):
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    if process is None:
+        if stage is not None:
+            raise RequestValidationError([{"loc": ("query", "stage"), "type": "value_error",
+                                           "msg": "needs a process: add process=r1-zero, r1 or distillation"}])
+        return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, gzip_ok)
+    proc = find_process(processes, process)
+    stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
+    return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, gzip_ok,
+                             proc.id, stage_id)
+
+
+def _tensors(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
+             dev: str, processes: ProcessCatalog, gzip_ok: bool, *process_stage: str) -> Response:
+    """On the compute executor: the step (computed on a cache miss), its payload, its JSON text
+    and, if the client takes it, its gzip. Both here, not on the event loop: a G = 4096 body is
+    ~1 MB of floats, whose encoding and compression on the loop kept /healthz waiting."""
+    body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes, *process_stage), step, node)
+    if process_stage:
+        body = {"process": process_stage[0], "stage": process_stage[1], **body}
+    return json_response(body, gzip_ok)
+
+
+@router.get("/walkthroughs/{walkthrough_id}/compare", response_model=AsBuilt, responses={
+    200: {"model": CompareBody},
+    404: error("Unknown walkthrough, step or node."),
+    409: VIEW_ONLY,
+    422: error("A parameter of side A or a vs_ parameter of side B is out of range or malformed, or the "
+               "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
+    503: BUSY,
+})
+async def get_compare(
+    request: Request,
+    walkthrough_id: str,
+    cat: CatalogDep,
+    dev: DeviceDep,
+    params: ParamsDep,
+    conventions_b: CompareDep,
+    compute: ComputeDep,
+    step: Annotated[str | None, Query(description="Only the nodes visible in this step's view.")] = None,
+    node: Annotated[str | None, Query(description="Only this node.")] = None,
+) -> Response:
+    """Compare mode: the step of the ordinary parameters (side A) and the same policy, group and
+    rewards under the `vs_` conventions (side B: `vs_preset`, default deepseekmath, then any
+    `vs_<convention>`), with every node's gradient change ‖∇a − ∇b‖ / ‖∇a‖."""
+    gzip_ok = accepts_gzip(request)
+    snapshot = find_snapshot(cat, walkthrough_id)
+    check_step(snapshot, step)
+    check_node(snapshot, node)
+    if not is_runnable(snapshot):
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    return await compute.run(_compare, walkthrough_id, snapshot, step, node, params, conventions_b, dev, gzip_ok)
+
+
+def _compare(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
+             conventions_b: Conventions, dev: str, gzip_ok: bool) -> Response:
+    """On the compute executor, like _tensors: both runs (cached), the payload, its JSON and gzip."""
+    body = compare_payload(walkthrough_id, snapshot, compare_step(params, conventions_b, dev), step, node)
+    return json_response(body, gzip_ok)
+
+
+@router.post("/walkthroughs", status_code=201, responses={
+    201: {"model": UploadBody, "description": "Uploaded"},
+    200: {"model": UploadBody, "description": "Already uploaded"},
+    413: error("Over 2 MB"),
+    # UploadRejected sends {"error"}; a request without a `file` part gets the validation body
+    422: error("Not a valid export (`error` says why), or no `file` part (`detail` names it).",
+               ErrorBody | ValidationErrorBody),
+    409: error("Other bytes are already stored under this file's id (a SHA-256 prefix collision)."),
+    503: error("The upload store cannot be reached just now; try again."),
+    507: error("The upload store is full (UPLOAD_QUOTA_MB): nothing was stored, and no earlier upload "
+               "was removed to make room."),
+})
+async def upload_walkthrough(file: Annotated[UploadFile, File()], cat: CatalogDep):
+    """Open your own `tensorviz.graph` export: validated like the built-in ones, kept by content hash."""
+    raw = await read_capped(file)
+    entry, created = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
+    return JSONResponse(upload_payload(entry), status_code=201 if created else 200)

@@ -1,0 +1,54 @@
+"""JSON API of the training paths: definitions, runs with curves, and a comparison. Thin."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.web.schemas.processes import (
+    ComparisonBody,
+    ProcessesBody,
+    ProcessRunBody,
+    comparison_payload,
+    process_run_payload,
+    processes_payload,
+)
+from app.web.deps import ComputeDep, ProcessesDep, StrictQueryRoute, find_process
+from app.web.schemas.base import AsBuilt
+from app.web.schemas.errors import BUSY, INVALID, error
+
+router = APIRouter(prefix="/api/processes", tags=["processes"], route_class=StrictQueryRoute)
+
+Seed = Annotated[int, Query(ge=0, le=2**31 - 1, description="Seeds every sampling step of the path.")]
+Scale = Annotated[int, Query(ge=1, le=8, description="Multiplies every stage's iteration count.")]
+
+
+# The builders' dicts are sent as they are (AsBuilt); `responses` documents their models.
+
+@router.get("", response_model=AsBuilt, responses={200: {"model": ProcessesBody}})
+def list_processes(processes: ProcessesDep) -> dict:
+    return processes_payload(processes)
+
+
+@router.get("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID, 503: BUSY})
+async def compare(processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+    return await compute.run(_compare, processes, seed, iterations_scale)
+
+
+def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dict:
+    runs = [run_process(processes, pid, seed, iterations_scale) for pid in processes.ids]
+    return comparison_payload(processes, runs)
+
+
+@router.get("/{process_id}", response_model=AsBuilt, responses={
+    200: {"model": ProcessRunBody}, 404: error("Unknown process."), 422: INVALID, 503: BUSY})
+async def get_process_run(process_id: str, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
+                          iterations_scale: Scale = 1) -> dict:
+    find_process(processes, process_id)
+    return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
+
+
+def _process_run(processes: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> dict:
+    return process_run_payload(processes, run_process(processes, process_id, seed, iterations_scale))
