@@ -10,12 +10,21 @@ import logging
 import os
 import pathlib
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.domain.snapshot import Snapshot, SnapshotError, load_snapshot
 from app.domain.snapshot.fields import UNLINKABLE_IDS
 
 log = logging.getLogger(__name__)
+
+# Which walkthrough kind runs a snapshot ("toy", "tiny_lm", …), or None for view-only. The web
+# layer's kind registry supplies it (app/web/kinds.py); the domain only stores the answer.
+Classify = Callable[[Snapshot], str | None]
+
+
+def view_only(_snapshot: Snapshot) -> str | None:
+    return None
 
 DEFAULT_ID = "toy_grpo"
 
@@ -32,6 +41,7 @@ class CatalogEntry:
     source: str  # file name, as shown in error messages
     snapshot: Snapshot | None
     error: str | None
+    kind: str | None = None  # decided once, when the file is loaded or uploaded; None = view-only
 
     @property
     def ok(self) -> bool:
@@ -48,7 +58,7 @@ class Catalog:
             self._by_id.setdefault(entry.id, entry)  # the first of a duplicate id wins
 
     @classmethod
-    def load_directory(cls, path: pathlib.Path | str) -> Catalog:
+    def load_directory(cls, path: pathlib.Path | str, classify: Classify = view_only) -> Catalog:
         directory = pathlib.Path(path)
         if not directory.is_dir():
             # A missing walkthroughs folder should give an empty app, not a crash.
@@ -64,7 +74,7 @@ class Catalog:
         # Every *.json entry is listed: a dangling link or a folder is an error to show,
         # not a file that silently is not there.
         for file in files:
-            entry = _load_one(file)
+            entry = _load_one(file, classify)
             if entry.id in seen:
                 entry = CatalogEntry(entry.id, entry.source, None,
                                      f"{file.name}: $: duplicate walkthrough id {entry.id!r} "
@@ -124,7 +134,7 @@ def _unreadable(file: pathlib.Path) -> str | None:
     return None
 
 
-def _load_one(file: pathlib.Path) -> CatalogEntry:
+def _load_one(file: pathlib.Path, classify: Classify) -> CatalogEntry:
     name = _printable(file.name)
     walkthrough_id = walkthrough_id_from_filename(name)
     try:
@@ -133,7 +143,8 @@ def _load_one(file: pathlib.Path) -> CatalogEntry:
         elif walkthrough_id in UNLINKABLE_IDS:  # "..json" would be /walkthroughs/. (see fields.py)
             error = f"{name}: $: the walkthrough id {walkthrough_id!r} cannot be a URL path segment; rename the file"
         else:
-            return CatalogEntry(walkthrough_id, name, load_snapshot(file), None)
+            snapshot = load_snapshot(file)
+            return CatalogEntry(walkthrough_id, name, snapshot, None, classify(snapshot))
     except SnapshotError as exc:
         error = str(exc)
     except OSError as exc:

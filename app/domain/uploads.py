@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from app.domain.catalog import CatalogEntry
+from app.domain.catalog import CatalogEntry, Classify, view_only
 from app.domain.snapshot import SnapshotError, parse_snapshot
 from app.domain.upload_store import (
     HashCollision,
@@ -63,6 +63,7 @@ class UploadStore:
         self._parsed: OrderedDict[str, tuple[CatalogEntry, int]] = OrderedDict()
         self._cached_bytes = 0
         self._lock = threading.Lock()
+        self.classify: Classify = view_only  # the app sets its kind registry's matcher (web/factory.py)
 
     @classmethod
     def open(cls, data_dir: Path, database_url: str | None = None, *, quota_mb: int = 512,
@@ -100,7 +101,7 @@ class UploadStore:
             raise self._unavailable(exc) from None
         # "upload", not the file name: the answer for a content-addressed id must be the same
         # on every worker and replica (one ETag), whoever sent the bytes first and as what.
-        entry = CatalogEntry(ident, "upload", snapshot, None)
+        entry = CatalogEntry(ident, "upload", snapshot, None, self.classify(snapshot))
         self._remember(ident, entry, len(raw))
         return entry, created
 
@@ -125,7 +126,8 @@ class UploadStore:
         if raw is None:
             return None
         try:
-            entry = CatalogEntry(ident, "upload", parse_snapshot(raw, source="<upload>"), None)
+            snapshot = parse_snapshot(raw, source="<upload>")
+            entry = CatalogEntry(ident, "upload", snapshot, None, self.classify(snapshot))
         except SnapshotError as exc:  # stored uploads were valid; a changed parser may disagree
             log.warning("stored upload %s no longer loads: %s", ident, exc)
             return None

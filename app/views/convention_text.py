@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
 from app.engine.grpo.presets import PRESET_TITLES
-from app.kinds.toy.engine.params import GRPOParams
 from app.views.numbers import MINUS, param, significant
 
 STD_SYMBOL = {"population": "std_pop", "sample": "std_sample"}
@@ -167,12 +166,12 @@ def summary(key: str, c: Conventions) -> str | None:
 
 # ---------------------------------------------------------------- which conventions are in force
 
-def overrides(params: GRPOParams) -> dict[str, object]:
+def overrides(params: Conventions) -> dict[str, object]:
     """The conventions the request sets against its preset."""
     return {k: v for k, v in params.url_overrides().items() if k in CONVENTION_FIELDS and k != "preset"}
 
 
-def conventions_line(params: GRPOParams) -> str:
+def conventions_line(params: Conventions) -> str:
     """ "Conventions: TRL 1.16 defaults (β overridden to 0.04)". """
     changed = overrides(params)
     title = PRESET_TITLES[params.preset]

@@ -1,29 +1,28 @@
-"""The context of one walkthrough screen, built from URL state (no web framework here).
-
-`build_screen` does all the work (runs, graph, inspector, panel); templates only
-read the finished Screen.
+"""The part of a walkthrough screen every kind shares, built from URL state (no web framework
+here): the step and its navigation, the graph under the step's camera, the selected node's
+inspector, and the links. A kind's screen extends Screen with what it computes (the toy's
+ToyScreen, the tiny LM's TinyLMScreen) and names the templates that draw it (`parts`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from app.domain.snapshot import Snapshot, Step
-from app.kinds.toy.domain.process_spec import ProcessCatalog
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
-from app.kinds.toy.engine.node_map import is_runnable
-from app.kinds.toy.engine.params import GRPOParams
-from app.kinds.toy.engine.records import StepResult
-from app.kinds.toy.engine.select import step_for_view
-from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
-from app.kinds.toy.views.inspector import InspectorView, build_inspector
-from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
-from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
 from app.views.graph import GraphView, build_graph_view
-from app.views.numbers import readout
+from app.views.inspector import InspectorView, build_inspector
+from app.views.meaning import node_meaning
 from app.views.overview_layout import overview_positions
-from app.views.urls import URLS, conventions_query, params_query
+from app.views.urls import URLS
 from app.views.view_state import ViewState
+
+
+@dataclass(frozen=True)
+class GraphAnnotation:
+    """A note drawn beside a node that is not itself a node of the snapshot."""
+    label: str    # short, on the graph
+    detail: str   # the full sentence, for the title and screen readers
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,13 @@ class Screen:
     step_index: int
     graph: GraphView
     inspector: InspectorView | None
-    result: StepResult | None
-    runnable: bool
-    run_error: str | None
-    form: ParamForm
-    panel: ProcessPanel | None
-    annotations: dict[str, GraphAnnotation]
-    stage_params_note: str = STAGE_PARAMS_NOTE
-    token: Any = None  # the tiny-LM walkthrough's own part (views/token_screen.py), else None
+    annotations: Mapping[str, GraphAnnotation] = field(default_factory=dict)
+
+    # What a kind adds, drawn by its own templates in the shared page's slots (templates/partials/
+    # view.html): "lead" under the step text, "panels" under the inspector, "inspector" inside it.
+    parts: ClassVar[Mapping[str, str]] = {}
+    runnable: ClassVar[bool] = False  # a kind's screen computes; a view-only one draws the file
+    result: Any = None  # what the kind recorded for this view (None: nothing ran)
 
     @property
     def framed_ids(self) -> list[str]:
@@ -50,11 +48,6 @@ class Screen:
         view = self.step.view
         drawn = set(self.graph.node_ids)
         return [n for n in dict.fromkeys([*view.selected_node_ids, *view.expanded_module_ids]) if n in drawn]
-
-    @property
-    def sample_table(self) -> SampleTable | None:
-        """The group table of a GRPO step, its columns chosen by the conventions in force."""
-        return build_sample_table(self.result)
 
     @property
     def overview(self) -> bool:
@@ -92,78 +85,33 @@ class Screen:
 
     @property
     def inactive(self) -> set[str]:
-        """Nodes that take no part in the chosen process stage: drawn dimmed."""
-        if self.result is None:
-            return set()
-        return {n for n, rec in self.result.nodes.items() if rec.inactive_reason is not None}
+        """Nodes that take no part in what the kind shows: drawn dimmed."""
+        return set()
 
     def path(self) -> str:
         return URLS.step(self.state.walkthrough_id, self.state.step_id)
 
     @property
-    def compare_query(self) -> dict[str, str]:
-        """Side B's `vs_` values, so Recompute keeps Compare mode (hidden inputs of the form)."""
-        return {} if self.state.compare is None else conventions_query(self.state.compare)
-
-    @property
     def expanded_differs(self) -> bool:
         return set(self.state.expanded) != set(self.step.view.expanded_module_ids)
 
-    def defaults_url(self) -> str:
-        """This step's saved view with default parameters."""
-        return self.url(ViewState.for_step(self.snapshot, self.state.walkthrough_id, self.state.step_id, GRPOParams()))
 
-    def api_url(self) -> str:
-        q = {"step": self.state.step_id, **params_query(self.state.params)}
-        if self.state.process:
-            q["process"] = self.state.process
-            if self.state.stage:
-                q["stage"] = self.state.stage
-        return URLS.tensors(self.state.walkthrough_id, q)
-
-
-@dataclass(frozen=True)
-class GraphAnnotation:
-    """A note drawn beside a node that is not itself a node of the snapshot."""
-    label: str    # short, on the graph
-    detail: str   # the full sentence, for the title and screen readers
-
-
-def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:
-    """The rewards enter GRPO outside the traced model: name them beside the node that takes
-    them (advantages), so the graph shows where the advantages come from."""
-    if result is None or result.kind != "grpo" or not result.samples or "advantages" not in result.nodes:
-        return {}
-    rewards = [s["reward"] for s in result.samples]
-    shown = ", ".join(readout(r) for r in rewards[:8]) + (", …" if len(rewards) > 8 else "")
-    return {"advantages": GraphAnnotation(
-        label=f"rewards r = {shown}",
-        detail=(f"The rewards of the {len(rewards)} completions "
-                f"({result.history.get('reward_rule', 'the reward rule')}) feed the advantages."))}
-
-
-def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None,
-                 processes: ProcessCatalog | None = None) -> Screen:
-    runnable = is_runnable(snapshot)
-    result, run_error = None, None
-    if runnable:
-        try:
-            result = step_for_view(state.params, device, processes, state.process, state.stage)
-        except TrainingDiverged as exc:
-            run_error = str(exc)
+def build_graph(snapshot: Snapshot, state: ViewState, shapes: dict[str, tuple[int, ...]] | None = None) -> GraphView:
+    """The step's graph under its saved camera, or the overview: every module closed, compact
+    layers, camera fitted to the whole."""
     step = snapshot.step(state.step_id)
-    shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
     selected = [state.node] if state.node else []
     viewport = (step.view.viewport.width, step.view.viewport.height)
-    if state.overview:  # every module closed, compact layers, camera fitted to the whole
-        graph = replace(build_graph_view(snapshot, (), selected, viewport=viewport,
-                                         positions=overview_positions(snapshot), shapes=shapes,
-                                         downward_edges=True), fit_all=True)
-    else:
-        graph = build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera, viewport=viewport,
-                                 positions=step.view.node_positions or None, shapes=shapes)
-    inspector = build_inspector(snapshot, state.node, result, state.step_id) if state.node else None
-    panel = build_process_panel(snapshot, state, processes) if processes is not None and runnable else None
-    return Screen(snapshot, state, snapshot.step_index(state.step_id), graph, inspector, result,
-                  runnable, run_error, form or ParamForm.from_params(state.params), panel,
-                  _annotations(result))
+    if state.overview:
+        return replace(build_graph_view(snapshot, (), selected, viewport=viewport,
+                                        positions=overview_positions(snapshot), shapes=shapes,
+                                        downward_edges=True), fit_all=True)
+    return build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera, viewport=viewport,
+                            positions=step.view.node_positions or None, shapes=shapes)
+
+
+def build_view_only_screen(snapshot: Snapshot, state: ViewState) -> Screen:
+    """A walkthrough no kind runs: the file's graph, steps and words, no numbers."""
+    inspector = build_inspector(snapshot, state.node, node_meaning(snapshot, state.node), None,
+                                state.step_id) if state.node else None
+    return Screen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state), inspector)

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from urllib.parse import quote, urlencode
 
 from app.engine.grpo.params import OFF, Conventions
-from app.kinds.toy.engine.params import GRPOParams
 from app.views import numbers
 
 
@@ -32,7 +31,7 @@ def query_value(name: str, value) -> str:
     return numbers.param(value)
 
 
-def params_query(params: GRPOParams) -> dict[str, str]:
+def params_query(params: Conventions) -> dict[str, str]:
     """The non-default parameters as URL query values (view state lives in the URL)."""
     return {name: query_value(name, value) for name, value in params.url_overrides().items()}
 

@@ -8,113 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, get_args
 
-from fastapi import Depends, Query, Request, Response, UploadFile
+from fastapi import Depends, Request, Response, UploadFile
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot
 from app.domain.uploads import MAX_BYTES, UploadRejected
-from app.engine.grpo.params import OPTIONAL_NUMBERS, Conventions
-from app.kinds.tiny_lm.engine.token_params import TokenParams
-from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
-from app.kinds.toy.engine.params import GRPOParams
-from app.kinds.toy.views.form import allowed_range
-from app.views.view_state import COMPARE_KEYS, parse_compare
 from app.web.errors import NotFound
 from app.web.executor import ComputeExecutor
 from app.web.schemas.errors import ValidationErrorBody, error
-
-
-def _query_field(name: str, field: FieldInfo):
-    # Every parameter is optional in a URL (absent = default); `rewards` travels
-    # as one comma-separated string, not a repeated query key.
-    # A preset's dual clip or clamp is turned off with "none" (engine.params.OFF).
-    if name == "rewards":
-        annotation = str | None
-    elif name in OPTIONAL_NUMBERS:
-        # a number or "none": passed on as typed, the engine's model checks the range
-        return str | None, FieldInfo(default=None, description=field.description)
-    else:
-        annotation = field.annotation | None
-    return annotation, FieldInfo.merge_field_infos(field, default=None)
-
-
-# The query-string face of GRPOParams, so OpenAPI documents every parameter.
-GRPOQuery = create_model(
-    "GRPOQuery", __config__=ConfigDict(extra="ignore"),
-    **{name: _query_field(name, f) for name, f in GRPOParams.model_fields.items()},
-)
-
-
-# The query-string face of TokenParams (the tiny-LM walkthrough's step): text as typed, so the
-# engine's model checks every range and a refusal names TokenParams' bounds, not GRPOParams'.
-TokenQueryModel = create_model(
-    "TokenQuery", __config__=ConfigDict(extra="ignore"),
-    **{name: (str | None, FieldInfo(default=None, description=f.description))
-       for name, f in TokenParams.model_fields.items()},
-)
-
-
-async def token_params(query: Annotated[TokenQueryModel, Query()]) -> TokenParams:  # type: ignore[valid-type]
-    try:
-        return TokenParams(**query.model_dump(exclude_none=True))  # type: ignore[attr-defined]
-    except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ("query", *e["loc"]),
-                                       "allowed": allowed_range(str(e["loc"][0]) if e["loc"] else "", TokenParams)}
-                                      for e in exc.errors()]) from None
-
-
-def _side_b_field(key: str):
-    name = key.removeprefix("vs_")
-    annotation, info = _query_field(name, Conventions.model_fields[name])
-    return annotation, FieldInfo.merge_field_infos(info, description=f"Side B: {info.description}")
-
-
-# Side B of /compare: `vs_<convention>` for each convention, documented like side A's.
-CompareQuery = create_model("CompareQuery", __config__=ConfigDict(extra="ignore"),
-                            **{key: _side_b_field(key) for key in COMPARE_KEYS})
-
-
-# The dependencies are `async def`: a sync one would take a thread of the request pool each time.
-
-async def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
-    """Validate with the engine's own rules; refusals become 422s naming the parameter."""
-    try:
-        return GRPOParams(**query.model_dump(exclude_none=True))
-    except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
-
-
-async def compare_conventions(request: Request, query: Annotated[CompareQuery, Query()]) -> Conventions:
-    """Side B: `Conventions(preset=vs_preset or "deepseekmath", **other vs_ fields)`, parsed as the
-    page parses it (views/view_state.parse_compare); refusals are 422s naming the vs_ parameter."""
-    parsed = parse_compare(request.query_params)
-    if parsed.errors:
-        raise RequestValidationError(parsed.validation_errors())
-    return parsed.conventions or Conventions()
-
-
-async def process_catalog(request: Request) -> ProcessCatalog:
-    return request.app.state.processes
-
-
-def find_process(processes: ProcessCatalog, process_id: str) -> Process:
-    try:
-        return processes.get(process_id)
-    except KeyError:
-        raise NotFound(f"unknown process {process_id!r} (processes: {', '.join(processes.ids)})") from None
-
-
-def find_stage(process: Process, stage_id: str) -> Stage:
-    try:
-        return process.stage(stage_id)
-    except KeyError:
-        known = ", ".join(s.id for s in process.stages)
-        raise NotFound(f"process {process.id!r} has no stage {stage_id!r} (stages: {known})") from None
 
 
 async def read_capped(file: UploadFile) -> bytes:
@@ -123,6 +28,11 @@ async def read_capped(file: UploadFile) -> bytes:
     if len(raw) > MAX_BYTES:
         raise UploadRejected(413, "the file is larger than the 2 MB limit")
     return raw
+
+
+async def kind_registry(request: Request) -> Any:
+    """The app's kind registry (app/web/kinds.py); typed loosely here, since the kinds import deps."""
+    return request.app.state.kinds
 
 
 async def catalog(request: Request) -> Catalog:
@@ -165,11 +75,8 @@ def check_node(snapshot: Snapshot, node_id: str | None) -> None:
 
 CatalogDep = Annotated[Catalog, Depends(catalog)]
 DeviceDep = Annotated[str, Depends(device)]
-ProcessesDep = Annotated[ProcessCatalog, Depends(process_catalog)]
-ParamsDep = Annotated[GRPOParams, Depends(grpo_params)]
 ComputeDep = Annotated[ComputeExecutor, Depends(compute_executor)]
-CompareDep = Annotated[Conventions, Depends(compare_conventions)]
-TokenParamsDep = Annotated[TokenParams, Depends(token_params)]
+KindsDep = Annotated[Any, Depends(kind_registry)]
 
 
 # -- strict query strings ------------------------------------------------------------------

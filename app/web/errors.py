@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -10,8 +11,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.domain.uploads import UploadRejected
 from app.engine.runtime.compute import ComputeBusy
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
-from app.kinds.toy.views.form import allowed_range
 from app.web.middleware.security import security_headers
 from app.web.rendering import render_error
 
@@ -26,7 +25,11 @@ class NotRunnable(LookupError):
     """A view-only snapshot asked for tensors: 409, it has no matching model."""
 
 
-def validation_details(errors) -> list[dict]:
+def _no_range(_name: str) -> str | None:
+    return None
+
+
+def validation_details(errors, allowed_range: Callable[[str], str | None] = _no_range) -> list[dict]:
     """pydantic errors -> [{param, message, allowed}] naming each query parameter."""
     details = []
     for err in errors:
@@ -35,7 +38,7 @@ def validation_details(errors) -> list[dict]:
         message = err.get("msg", "invalid").removeprefix("Value error, ")
         # an unknown parameter has no range, even one named like another route's parameter
         # side B of /compare (vs_beta) has side A's ranges
-        if "allowed" in err:  # the route's own model named it (the tiny LM's TokenParams)
+        if "allowed" in err:  # the route's own model named it (a kind's parameters)
             allowed = err["allowed"]
         else:
             allowed = None if err.get("type") == "extra_forbidden" else allowed_range(param.removeprefix("vs_"))
@@ -52,10 +55,11 @@ def _is_api(request: Request) -> bool:
     return request.url.path.startswith("/api") or request.url.path in ("/healthz", "/openapi.json")
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, allowed_range: Callable[[str], str | None] = _no_range) -> None:
+    """`allowed_range` names the range of a parameter a 422 did not (the kinds', app/web/kinds.py)."""
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError):
-        details = validation_details(exc.errors())
+        details = validation_details(exc.errors(), allowed_range)
         return JSONResponse({"error": validation_message(details), "detail": details}, status_code=422)
 
     @app.exception_handler(NotFound)
@@ -67,11 +71,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NotRunnable)
     async def _not_runnable(_request: Request, exc: NotRunnable):
         return JSONResponse({"error": str(exc)}, status_code=409)
-
-    @app.exception_handler(TrainingDiverged)
-    async def _diverged(_request: Request, exc: TrainingDiverged):
-        detail = [{"param": "learning_rate", "message": str(exc), "allowed": allowed_range("learning_rate")}]
-        return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
 
     @app.exception_handler(UploadRejected)
     async def _rejected(request: Request, exc: UploadRejected):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from collections.abc import Sequence
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -13,14 +14,15 @@ from app.domain.catalog import Catalog
 from app.domain.uploads import UploadStore
 from app.engine.runtime.compute import LIMITER
 from app.engine.runtime.device import resolve_device, set_threads
-from app.kinds.tiny_lm.web import api as tokens_api
-from app.kinds.toy.domain.process_spec import load_processes
-from app.kinds.toy.web import api, processes
+from app.views import meaning
 from app.web.errors import install_error_handlers
+from app.web.kind import Kind
+from app.web.kinds import KINDS, registry
 from app.web.middleware.head import HeadMiddleware
 from app.web.middleware.response_cache import ResponseCacheMiddleware
 from app.web.middleware.security import SecurityHeadersMiddleware
-from app.web.routes import docs, health, pages
+from app.web.rendering import add_template_dirs
+from app.web.routes import docs, health, pages, walkthroughs_api
 from app.web.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
@@ -36,8 +38,11 @@ def _deleted_upload(store: UploadStore, path: str) -> bool:
     return match is not None and not store.exists(match.group(1))
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) -> FastAPI:
+    """The app, serving the walkthrough kinds of `kinds` (the registry's, app/web/kinds.py, unless a
+    test brings its own)."""
     settings = settings or Settings()
+    kind_registry = registry(kinds)
     device = resolve_device(settings.device)
     if settings.device == "auto":
         log.info("device auto -> %s", device)
@@ -51,11 +56,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.device = device
-    app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir)
+    app.state.kinds = kind_registry
+    # Each file's kind is decided once, here and at upload, by the registry's first match.
+    app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir, kind_registry.classify)
     app.state.catalog.uploads = UploadStore.open(settings.resolved_data_dir, settings.database_url,
                                                  quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
-    app.state.processes = load_processes(settings.processes_file)  # a bad file stops start-up: it is ours
-    install_error_handlers(app)
+    app.state.catalog.uploads.classify = kind_registry.classify
+    meaning.DESCRIBERS[:] = [k.describe for k in kind_registry.kinds if k.describe is not None]
+    add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])
+    install_error_handlers(app, kind_registry.allowed_range)
     # Outermost last: HEAD served as GET (and 405s naming every method), security headers
     # on everything, then the response cache (it keeps compressed bodies, keyed on
     # Accept-Encoding), then compression.
@@ -79,9 +88,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HeadMiddleware, router=app.router)
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
-    app.include_router(api.router)
-    app.include_router(tokens_api.router)
-    app.include_router(processes.router)
+    app.include_router(walkthroughs_api.router)
+    for kind in kind_registry.kinds:  # a kind's routes first: they are more specific than the house's
+        kind.install(app)
     app.include_router(docs.router)
     app.include_router(pages.router)
     return app

@@ -21,6 +21,14 @@ templates.env.filters["full"] = numbers.exact
 templates.env.globals["urls"] = URLS  # a pure builder: the links templates write themselves
 
 
+def add_template_dirs(dirs) -> None:
+    """A kind's own templates (app/kinds/<kind>/templates/<kind>/…), searched after the shared ones."""
+    loader = templates.env.loader
+    for d in dirs:
+        if str(d) not in loader.searchpath:  # type: ignore[union-attr]
+            loader.searchpath.append(str(d))  # type: ignore[union-attr]
+
+
 # The request headers that choose between the full page and the fragment (wants_fragment).
 VARY = "HX-Request, HX-History-Restore-Request"
 

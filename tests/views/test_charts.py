@@ -17,8 +17,9 @@ from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.views.charts.advantages import advantage_bars
 from app.kinds.toy.views.charts.clip_plot import clip_plot
 from app.kinds.toy.views.charts.probabilities import probability_bars
-from app.kinds.toy.views.inspector import TensorStats, build_inspector, flatten, tensor_stats
+from app.kinds.toy.views.inspector import build_toy_inspector as build_inspector
 from app.views.charts.frame import nice_ticks
+from app.views.inspector import TensorStats, flatten, tensor_stats
 from app.views.numbers import significant as fmt
 
 SVG = "{http://www.w3.org/2000/svg}"

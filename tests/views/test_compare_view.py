@@ -14,16 +14,16 @@ from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.views.compare_cases import CASES
 from app.kinds.toy.views.compare_marks import change_detail, change_tag, grad_marks, percent
 from app.kinds.toy.views.compare_view import build_compare_view
-from app.views.screen import build_screen
+from app.kinds.toy.views.screen import build_screen
+from app.kinds.toy.views.view_state import COMPARE_KEYS, parse_compare, parse_view
 from app.views.urls import conventions_query
-from app.views.view_state import COMPARE_KEYS, ViewState, parse_compare
 
 SEED = load_snapshot(SEED_PATH)
 WID = "toy_grpo"
 
 
-def state(step="clip", compare=None, params=None, node=None) -> ViewState:
-    return ViewState.parse(SEED, WID, step, expanded=None, node=node, params=params or GRPOParams(),
+def state(step="clip", compare=None, params=None, node=None):
+    return parse_view(SEED, WID, step, expanded=None, node=node, params=params or GRPOParams(),
                            compare=compare)
 
 
@@ -71,8 +71,8 @@ def test_view_state_keeps_compare_mode_everywhere():
     s = state(compare=trl)
     assert s.query(SEED)["vs_preset"] == "trl"
     for moved in (s.selecting("ratio"), s.toggled("clipped"), s.at_step(SEED, "reference"), s.toggling_overview()):
-        assert moved.compare == trl and "vs_preset=trl" in moved.url(SEED)
-    assert "vs_" not in s.comparing(None).url(SEED)
+        assert moved.kind.compare == trl and "vs_preset=trl" in moved.url(SEED)
+    assert "vs_" not in s.with_kind(compare=None).url(SEED)
 
 
 # -- the graph marker ---------------------------------------------------------------------

@@ -9,10 +9,10 @@ from snapshots import other_snapshot
 
 from app.domain.snapshot import load_snapshot, parse_snapshot
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.screen import build_screen
+from app.kinds.toy.views.view_state import parse_view, view_for_step
 from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH
 from app.views.overview_layout import overview_positions, top_level_graph
-from app.views.screen import build_screen
-from app.views.view_state import ViewState
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEED = ROOT / "walkthroughs" / "toy_grpo.tensorviz.json"
@@ -51,7 +51,7 @@ def test_edges_run_down_the_layers(seed):
 
 
 def test_overview_edges_leave_the_bottom_and_enter_the_top(seed):
-    state = ViewState.parse(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="overview")
+    state = parse_view(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="overview")
     graph = build_screen(seed, state, "cpu").graph
     for e in graph.edges:
         src, dst = graph.node(e.source), graph.node(e.target)
@@ -70,7 +70,7 @@ def test_a_cycle_is_laid_out_too():
 
 
 def test_overview_is_url_state_and_leaves_on_selection(seed):
-    state = ViewState.parse(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="overview")
+    state = parse_view(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="overview")
     assert state.overview and state.query(seed)["view"] == "overview"
     assert "view=overview" in state.url(seed)
     back = state.toggling_overview()
@@ -80,12 +80,12 @@ def test_overview_is_url_state_and_leaves_on_selection(seed):
     # another step opens at its own saved view, not the overview
     assert not state.at_step(seed, "policy").overview
     # anything else in ?view= is not the overview (the page redirects it away)
-    other = ViewState.parse(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="x")
+    other = parse_view(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="x")
     assert not other.overview
 
 
 def test_overview_screen_collapses_every_module_and_fits_all(seed):
-    state = ViewState.parse(seed, "toy_grpo", "policy", expanded=None, node=None, params=GRPOParams(), view="overview")
+    state = parse_view(seed, "toy_grpo", "policy", expanded=None, node=None, params=GRPOParams(), view="overview")
     screen = build_screen(seed, state, "cpu")
     assert screen.graph.fit_all
     assert {n.id for n in screen.graph.nodes} == {n.node_id for n in seed.nodes if n.parent_id is None}
@@ -95,7 +95,7 @@ def test_overview_screen_collapses_every_module_and_fits_all(seed):
 
 
 def test_rewards_are_annotated_on_the_advantages_node(seed):
-    state = ViewState.for_step(seed, "toy_grpo", "advantages", GRPOParams(rewards="1,0,0,1,0,1,0,0"))
+    state = view_for_step(seed, "toy_grpo", "advantages", GRPOParams(rewards="1,0,0,1,0,1,0,0"))
     screen = build_screen(seed, state, "cpu")
     note = screen.annotations["advantages"]
     rewards = [s["reward"] for s in screen.result.samples]
@@ -107,7 +107,7 @@ def test_rewards_are_annotated_on_the_advantages_node(seed):
 
 
 def test_a_module_without_members_has_no_toggle(seed):
-    state = ViewState.for_step(seed, "toy_grpo", "advantages", GRPOParams())
+    state = view_for_step(seed, "toy_grpo", "advantages", GRPOParams())
     graph = build_screen(seed, state, "cpu").graph
     assert graph.node("advantages").is_module and not graph.node("advantages").has_toggle
     assert graph.node("policy").has_toggle

@@ -1,5 +1,5 @@
 """Training-path panel: geometry (app/views/charts/pipeline.py, line_charts.py, comparison.py)
-against independent arithmetic, and templates/partials/process_panel.html rendered from the real
+against independent arithmetic, and templates/toy/process_panel.html rendered from the real
 panel of all three paths: selectors, links, accessibility, CSP-clean, well-formed SVG, escaping."""
 import math
 import xml.etree.ElementTree as ET
@@ -15,11 +15,13 @@ from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.processes import run_process
 from app.kinds.toy.views.charts.comparison import comparison
 from app.kinds.toy.views.charts.pipeline import pipeline
+from app.kinds.toy.views.charts.stage_curves import stage_curves
 from app.kinds.toy.views.process_panel import build_process_panel, reward_rows, sampling_note
+from app.kinds.toy.views.view_state import parse_view
 from app.views.charts.frame import wrap
-from app.views.charts.line_charts import line_chart, stage_curves
+from app.views.charts.line_charts import line_chart
 from app.views.numbers import significant
-from app.views.view_state import ViewState
+from app.web.kinds import KINDS
 
 IDS = ("r1-zero", "r1", "distillation")
 TOL = 0.006  # geometry is rounded to 2 decimals
@@ -34,17 +36,17 @@ def runs():
 
 @pytest.fixture(scope="module")
 def env():
-    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True)
+    return Environment(loader=FileSystemLoader([TEMPLATES, *(k.templates for k in KINDS if k.templates)]), autoescape=True)
 
 
 def make_panel(process_id, stage_id=None, catalog=CATALOG):
-    state = ViewState.parse(SNAPSHOT, "toy_grpo", "advantages", expanded=None, node="ratio", params=GRPOParams(seed=0),
+    state = parse_view(SNAPSHOT, "toy_grpo", "advantages", expanded=None, node="ratio", params=GRPOParams(seed=0),
                             process=process_id, stage=stage_id, processes=catalog)
     return build_process_panel(SNAPSHOT, state, catalog)
 
 
 def render(env, panel) -> BeautifulSoup:
-    return BeautifulSoup(env.get_template("partials/process_panel.html").render(panel=panel), "html.parser")
+    return BeautifulSoup(env.get_template("toy/process_panel.html").render(panel=panel), "html.parser")
 
 
 def all_cases(runs):
@@ -269,7 +271,7 @@ def test_data_is_escaped(env):
     catalog = parse_processes(text)
     assert catalog.get("r1-zero").title == evil and catalog.get("r1-zero").stages[0].toy == evil
     panel = make_panel("r1-zero", None, catalog)
-    html = env.get_template("partials/process_panel.html").render(panel=panel)
+    html = env.get_template("toy/process_panel.html").render(panel=panel)
     assert "<script>" not in html and "&lt;script&gt;" in html
     soup = BeautifulSoup(html, "html.parser")
     assert not soup.select("script")

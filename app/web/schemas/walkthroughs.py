@@ -10,12 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from app.domain.catalog import CatalogEntry
-from app.domain.snapshot import Snapshot
 from app.engine.runtime.records import NodeRecord
-from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
-from app.kinds.toy.engine.node_map import is_runnable
-from app.kinds.toy.engine.records import StepResult
-from app.views.graph_layout import visible_node_ids
 from app.views.urls import URLS
 from app.web.schemas.base import Body
 
@@ -135,7 +130,7 @@ def walkthrough_item(entry: CatalogEntry) -> dict:
         "name": snap.name if snap else None,
         "title": snap.collaboration.walkthrough.title if snap else None,
         "steps": len(snap.steps) if snap else 0,
-        "runnable": bool(snap and (is_runnable(snap) or is_token_runnable(snap))),
+        "runnable": entry.kind is not None,
         "error": entry.error,
     }
 
@@ -171,37 +166,7 @@ def node_payload(record: NodeRecord) -> dict:
             "grad": record.grad, "no_grad_reason": record.no_grad_reason}
 
 
-def tensors_payload(walkthrough_id: str, snapshot: Snapshot, result: StepResult,
-                    step_id: str | None = None, node_id: str | None = None) -> dict:
-    """With a step: the nodes visible in that step's view; without: all nodes."""
-    selected: list[str] = []
-    if step_id is not None:
-        step = snapshot.step(step_id)
-        node_ids = visible_node_ids(snapshot, step.view.expanded_module_ids)
-        selected = step.view.selected_node_ids
-    else:
-        node_ids = [n.node_id for n in snapshot.nodes]
-    if node_id is not None:
-        node_ids = [node_id]
-    return {
-        "walkthrough": walkthrough_id,
-        "step": step_id,
-        "kind": result.kind,
-        "device": result.device,
-        "params": result.params.model_dump(),
-        "prompt": {"index": result.params.prompt, "features": list(result.prompt.features),
-                   "correct_choice": result.prompt.correct},
-        "history": result.history,
-        "samples": result.samples,
-        "objective": result.objective,
-        "loss": result.loss,
-        "selected": selected,
-        "nodes": {nid: node_payload(result.nodes[nid]) for nid in node_ids},
-        "parameter_grads": result.parameter_grads,
-    }
-
-
 def upload_payload(entry: CatalogEntry) -> dict:
     snap = entry.snapshot
-    return {"id": entry.id, "name": snap.name, "runnable": is_runnable(snap), "steps": len(snap.steps),
+    return {"id": entry.id, "name": snap.name, "runnable": entry.kind is not None, "steps": len(snap.steps),
             "url": URLS.step(entry.id, snap.opening_step_id)}

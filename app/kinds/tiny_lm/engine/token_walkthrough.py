@@ -16,6 +16,7 @@ import torch
 
 from app.engine.grpo import conventions as conv
 from app.engine.grpo.token_step import token_grpo_step
+from app.engine.runtime.compute import cached_computation
 from app.engine.runtime.records import NodeRecord
 from app.engine.runtime.trace import Recording, record_model
 from app.kinds.tiny_lm.domain.arith_task import VOCAB, make_prompts
@@ -145,7 +146,8 @@ def run_token_step(params: TokenParams, device: str = "cpu") -> TokenStepResult:
     return _cached(params, device)
 
 
-@lru_cache(maxsize=32)
+# Misses run under the one compute limit every kind shares (engine/runtime/compute.py).
+@cached_computation(maxsize=32)
 def _cached(params: TokenParams, device: str) -> TokenStepResult:
     base = base_model(device)
     prompt = make_prompts(1, params.seed)[0]

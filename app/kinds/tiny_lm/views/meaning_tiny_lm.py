@@ -4,7 +4,12 @@ its module templates are recognised by class, its layers by their place in a blo
 """
 from __future__ import annotations
 
+import re
+
 from app.domain.snapshot import Node, Snapshot
+from app.engine.grpo.params import Conventions
+from app.views import convention_text as ct
+from app.views.meaning import NodeMeaning
 from app.views.numbers import MINUS
 
 MARKER = "model::ScoredLM"  # a template only this graph has
@@ -109,3 +114,32 @@ def tiny_lm_meaning(node: Node) -> tuple[str, str | None, str] | None:
         suffix = "" if copy == "policy" else f" of {SYMBOL[copy]}"
         return name + suffix, layer_formula, sentence
     return None
+
+
+def describe_tiny_lm(snapshot: Snapshot, node: Node, conventions: Conventions | None = None,
+                     group_size: int | None = None) -> NodeMeaning | None:
+    """The tiny LM's words for a node of its graph (None for any other graph, or a node it does not
+    know). The GRPO head's formulas follow the conventions in force, as the toy's do."""
+    if not is_tiny_lm_graph(snapshot) or (words := tiny_lm_meaning(node)) is None:
+        return None
+    name, formula, summary = words
+    key = HEAD_CONVENTIONS.get(node.metadata.module_template_id or "")
+    if conventions is not None and key is not None:
+        written = ct.FORMULAS[key](conventions)
+        if written != ct.FORMULAS[key](PAPER):  # the paper's stays in the per-token words above
+            formula = per_token(written) + (", then A_i,t = A_i for each token" if key == "advantages" else "")
+    return NodeMeaning(name, formula, summary)
+
+
+# The GRPO head's templates and the shared formula text (views/convention_text.py) that writes
+# each one under the conventions in force, per sample; `per_token` indexes it by token.
+HEAD_CONVENTIONS = {"model::GroupAdvantages": "advantages", "model::PolicyRatio": "ratio",
+                    "model::ClippedSurrogate": "clipped", "model::ReferencePenalty": "divergence"}
+PAPER = Conventions()
+_PER_SAMPLE = re.compile(r"\b(ρ|L|D|Δ)_i(?!,t|\w)")
+
+
+def per_token(formula: str) -> str:
+    """ "ρ_i = exp(log π_θ(o_i|q) − …)" -> "ρ_i,t = exp(log π_θ(o_i,t) − …)": the advantage stays
+    the completion's (A_i), every other per-sample symbol gets the token's index."""
+    return _PER_SAMPLE.sub(r"\1_i,t", formula).replace("(o_i|q)", "(o_i,t)")

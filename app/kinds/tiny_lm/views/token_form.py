@@ -7,7 +7,7 @@ from typing import Any, get_args
 
 from app.engine.grpo.presets import PRESET_TITLES
 from app.kinds.tiny_lm.engine.token_params import MAX_TOKEN_GROUP, MAX_TOKEN_INNER_STEPS, TokenParams
-from app.kinds.toy.views.form import FieldSpec
+from app.views.param_fields import FieldSpec
 from app.views.urls import query_value
 
 TOKEN_FIELDS = tuple(TokenParams.model_fields)  # every field is a URL parameter

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import ClassVar
 
 from pydantic import ValidationError
 
@@ -18,7 +19,9 @@ from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
 from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
 from app.kinds.tiny_lm.views.token_view import METRICS, TokenPanel, build_token_panel
-from app.views.screen import Screen, build_screen
+from app.views.inspector import build_inspector
+from app.views.meaning import node_meaning
+from app.views.screen import Screen, build_graph
 from app.views.urls import URLS
 from app.views.view_state import ViewState
 
@@ -38,6 +41,10 @@ class TokenQuery:
     completion: int
     head: int
     path: str | None = None  # a training path to run and show (engine/lm_paths.py)
+
+    def query(self) -> dict[str, str]:
+        """The tiny LM's part of the URL (views/view_state.py's KindState)."""
+        return dict(self.extra())
 
     def extra(self) -> tuple[tuple[str, str], ...]:
         q = dict(token_query(self.params))
@@ -120,15 +127,33 @@ def _attention(result: TokenStepResult, node_id: str | None, q: TokenQuery) -> A
     return AttentionView(block, q.completion, q.head, heads, tokens, result.attention(block, q.completion, q.head))
 
 
-def build_token_screen(snapshot: Snapshot, state: ViewState, device: str, q: TokenQuery) -> Screen:
-    screen = build_screen(snapshot, state, device)
+@dataclass(frozen=True)
+class TinyLMScreen(Screen):
+    """The shared graph screen plus the token panel, form, paths and the node's recorded tensors."""
+    token: TokenScreen | None = None
+
+    parts: ClassVar = {"lead": "tiny_lm/token_panel.html", "panels": "tiny_lm/panels.html",
+                       "inspector": "tiny_lm/token_node.html"}
+    runnable: ClassVar[bool] = True
+
+    def defaults_url(self) -> str:
+        """This step's saved view with default parameters."""
+        return self.url(ViewState.for_step(self.snapshot, self.state.walkthrough_id, self.state.step_id,
+                                           TokenQuery(TokenParams(), None, None, 0, 0)))
+
+
+def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> TinyLMScreen:
+    q = state.kind
+    assert isinstance(q, TokenQuery)
     result = run_token_step(q.params, device)
     panel = build_token_panel(result, state.step_id, q.metric)
     node = result.nodes.get(state.node) if state.node else None
     attention = _attention(result, state.node, q)
+    inspector = build_inspector(snapshot, state.node, node_meaning(snapshot, state.node, q.params.conventions()),
+                                None, state.step_id) if state.node else None
 
     def url(**change) -> str:
-        return replace(state, extra=replace(q, **change).extra()).url(snapshot)
+        return state.with_kind(**change).url(snapshot)
 
     heads = attention.heads if attention else 0
     token = TokenScreen(
@@ -139,7 +164,8 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str, q: Tok
         tokens_api_url(state.walkthrough_id, state.step_id, q),
         tokens_api_url(state.walkthrough_id, state.step_id, q, state.node) if state.node else None,
         path_panel(state.walkthrough_id, q, device, {p: url(path=p) + "#lm-path-panel" for p in PATH_IDS}))
-    return replace(screen, token=token)
+    return TinyLMScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state),
+                        inspector, token=token)
 
 
 def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str]) -> PathPanel:

@@ -5,18 +5,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.web.deps import TokenParamsDep
 from app.kinds.tiny_lm.web.schemas.tokens import tokens_payload
 from app.web.deps import (
     CatalogDep,
     ComputeDep,
     DeviceDep,
     StrictQueryRoute,
-    TokenParamsDep,
     check_node,
     check_step,
+    find_entry,
     find_snapshot,
 )
 from app.web.errors import NotRunnable
@@ -47,7 +48,7 @@ async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, dev
     snapshot = find_snapshot(cat, walkthrough_id)
     check_step(snapshot, step)
     check_node(snapshot, node)
-    if not is_token_runnable(snapshot):
+    if find_entry(cat, walkthrough_id).kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")
     return await compute.run(_tokens, walkthrough_id, params, dev, step, node, gzip_ok)
 

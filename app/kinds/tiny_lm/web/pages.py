@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fastapi import Request
+from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse
 
-from app.domain.snapshot import Snapshot
 from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS
-from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
+from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.views.token_screen import (
     BadTokenView,
@@ -18,26 +17,30 @@ from app.kinds.tiny_lm.views.token_screen import (
     path_panel,
     read_token_query,
 )
-from app.kinds.toy.engine.params import GRPOParams
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
-from app.web.deps import find_snapshot
+from app.web.deps import CatalogDep, DeviceDep, find_entry, find_snapshot
 from app.web.errors import NotFound
+from app.web.kind import StepRequest
 from app.web.rendering import render, wants_fragment
 
-PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "partials/token_form.html"
-PATHS = "partials/lm_path_panel.html"
+PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "tiny_lm/token_form.html"
+PATHS = "tiny_lm/lm_path_panel.html"
 
 
-def token_step_work(request: Request, walkthrough_id: str, step_id: str, snapshot: Snapshot, cat, dev: str):
+router = APIRouter(include_in_schema=False)
+
+
+def step_page(asked: StepRequest):
+    request, walkthrough_id, step_id, snapshot = asked.request, asked.walkthrough_id, asked.step_id, asked.snapshot
+    cat, dev = asked.catalog, asked.device
     query = request.query_params
     try:
         q = read_token_query(query)
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
-                                node=query.get("node"), params=GRPOParams(), view=query.get("view"),
-                                extra=q.extra())
-        screen = build_token_screen(snapshot, state, dev, q)
+                                node=query.get("node"), view=query.get("view"), kind=q)
+        screen = build_token_screen(snapshot, state, dev)
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
     context = {"screen": screen, "catalog": cat, "compare": None,
@@ -51,7 +54,7 @@ def token_step_work(request: Request, walkthrough_id: str, step_id: str, snapsho
     if not wants_fragment(request) and dict(query) != state.query(snapshot):
         return RedirectResponse(canonical, status_code=303)
     headers = {"HX-Push-Url": canonical} if wants_fragment(request) else {}
-    if _running(screen.token.paths):
+    if screen.token is not None and _running(screen.token.paths):
         headers["Cache-Control"] = NO_STORE
     return render(request, PAGE, VIEW, context, headers=headers or None)
 
@@ -63,10 +66,11 @@ def _running(panel) -> bool:
     return panel is not None and panel.job is not None and not panel.job.finished
 
 
-def path_fragment(request: Request, walkthrough_id: str, path: str, seed: int, cat, dev: str):
+@router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
+def path_fragment(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3):
     """The paths box alone, as the page polls it while a run goes on (started here if need be)."""
     snapshot = find_snapshot(cat, walkthrough_id)
-    if path not in PATH_IDS or not is_token_runnable(snapshot):
+    if path not in PATH_IDS or find_entry(cat, walkthrough_id).kind != KIND_ID:
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
     q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
     step = snapshot.opening_step_id

@@ -11,9 +11,9 @@ from app.engine.grpo.params import Conventions
 from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES, PRESETS
 from app.kinds.toy.views.compare_cases import CASES, CompareCase
 from app.kinds.toy.views.form import allowed_range
-from app.views.screen import Screen
+from app.kinds.toy.views.screen import ToyScreen
+from app.kinds.toy.views.view_state import COMPARE_KEYS, CompareRequest
 from app.views.urls import COMPARE_PREFIX, conventions_query, query_value
-from app.views.view_state import COMPARE_KEYS, CompareRequest
 
 ENTER_PRESET = "trl"  # the Compare button: the page's step against TRL's defaults
 FORM_KEYS = ("vs_preset", "vs_beta")  # the vs_ fields the form shows; others ride along hidden
@@ -41,7 +41,7 @@ class CompareForm:
         return [(k, m) for k, m in self.errors.items() if k not in FORM_KEYS]
 
 
-def compare_form(screen: Screen, request: CompareRequest, b: Conventions | None) -> CompareForm:
+def compare_form(screen: ToyScreen, request: CompareRequest, b: Conventions | None) -> CompareForm:
     state = screen.state
     query = state.query(screen.snapshot)
     hidden = [(k, v) for k, v in query.items() if k != "preset" and not k.startswith(COMPARE_PREFIX)]
@@ -59,12 +59,12 @@ def compare_form(screen: Screen, request: CompareRequest, b: Conventions | None)
     for key, message in request.errors.items():
         allowed = allowed_range(key.removeprefix(COMPARE_PREFIX)) if key in COMPARE_KEYS else None
         errors[key] = message + (f" (allowed: {allowed})" if allowed else "")
-    return CompareForm(state.params.preset, b_preset, typed_beta, f"preset's: {query_value('beta', preset_beta)}",
+    return CompareForm(state.kind.params.preset, b_preset, typed_beta, f"preset's: {query_value('beta', preset_beta)}",
                        errors, tuple(hidden))
 
 
-def case_links(screen: Screen) -> tuple[CaseLink, ...]:
+def case_links(screen: ToyScreen) -> tuple[CaseLink, ...]:
     state = screen.state
-    return tuple(CaseLink(case, screen.url(state.comparing(case.conventions, case.params).with_process(None)),
-                          state.process is None and state.params == case.params and state.compare == case.conventions)
+    return tuple(CaseLink(case, screen.url(state.with_kind(compare=case.conventions, params=case.params, process=None, stage=None)),
+                          state.kind.process is None and state.kind.params == case.params and state.kind.compare == case.conventions)
                  for case in CASES)

@@ -21,10 +21,10 @@ from app.kinds.toy.views.compare_form import ENTER_PRESET, CaseLink, CompareForm
 from app.kinds.toy.views.compare_marks import GradMark, change_detail, change_tag, grad_marks
 from app.kinds.toy.views.form import FIELDS
 from app.kinds.toy.views.inspector import sample_choice_labels
+from app.kinds.toy.views.screen import ToyScreen
+from app.kinds.toy.views.view_state import CompareRequest
 from app.views.meaning import node_meaning
-from app.views.screen import Screen
 from app.views.urls import URLS, conventions_query, params_query, query_value
-from app.views.view_state import CompareRequest
 
 MAX_ROWS = 64
 LABELS = {f.name: f.label for f in FIELDS}
@@ -208,7 +208,7 @@ def _samples(c: Comparison) -> tuple[SampleRow, ...]:
     return tuple(rows)
 
 
-def _grad_rows(screen: Screen, c: Comparison) -> tuple[GradRow, ...]:
+def _grad_rows(screen: ToyScreen, c: Comparison) -> tuple[GradRow, ...]:
     rows = []
     for node_id, change in c.grad_change.items():
         if change is None:
@@ -222,7 +222,7 @@ def _grad_rows(screen: Screen, c: Comparison) -> tuple[GradRow, ...]:
     return tuple(rows)
 
 
-def _node(screen: Screen, c: Comparison) -> NodeCompare | None:
+def _node(screen: ToyScreen, c: Comparison) -> NodeCompare | None:
     node_id = screen.state.node
     if node_id is None or node_id not in c.a.nodes:
         return None
@@ -232,33 +232,33 @@ def _node(screen: Screen, c: Comparison) -> NodeCompare | None:
     return NodeCompare(node_id, change, change_tag(change), change_detail(change), c.b.nodes[node_id])
 
 
-def build_compare_view(screen: Screen, request: CompareRequest, device: str) -> CompareView:
+def build_compare_view(screen: ToyScreen, request: CompareRequest, device: str) -> CompareView:
     state = screen.state
     base = CompareView(
-        on=request.on, form=compare_form(screen, request, state.compare), cases=case_links(screen),
-        enter_url=screen.url(state.comparing(Conventions(preset=ENTER_PRESET)).with_process(None)),
-        leave_url=screen.url(state.comparing(None)))
-    b = state.compare
+        on=request.on, form=compare_form(screen, request, state.kind.compare), cases=case_links(screen),
+        enter_url=screen.url(state.with_kind(compare=Conventions(preset=ENTER_PRESET), process=None, stage=None)),
+        leave_url=screen.url(state.with_kind(compare=None)))
+    b = state.kind.compare
     if not request.on or b is None:
         return base
-    if state.process is not None:
+    if state.kind.process is not None:
         return replace(base, note="Compare mode compares the walkthrough's own GRPO step; a training "
-                       "path's stage runs with its own settings.", note_url=screen.url(state.with_process(None)))
+                       "path's stage runs with its own settings.", note_url=screen.url(state.with_kind(process=None, stage=None)))
     try:
-        comparison = compare_step(state.params, b, device)
+        comparison = compare_step(state.kind.params, b, device)
     except TrainingDiverged as exc:
         return replace(base, error=str(exc))
-    a_words, b_words = _words(state.params, b)
-    swapped = GRPOParams(**{**state.params.model_dump(), **b.model_dump()})
+    a_words, b_words = _words(state.kind.params, b)
+    swapped = GRPOParams(**{**state.kind.params.model_dump(), **b.model_dump()})
     return replace(
-        base, a=_side("A", comparison.a, state.params.conventions(), a_words),
-        b=_side("B", comparison.b, b, b_words), a_beta=state.params.beta, b_beta=b.beta,
-        conventions=_convention_rows(state.params.conventions(), b),
+        base, a=_side("A", comparison.a, state.kind.params.conventions(), a_words),
+        b=_side("B", comparison.b, b, b_words), a_beta=state.kind.params.beta, b_beta=b.beta,
+        conventions=_convention_rows(state.kind.params.conventions(), b),
         samples=_samples(comparison), sample_count=len(comparison.a.samples),
         grads=_grad_rows(screen, comparison), marks=grad_marks(screen.graph, comparison.grad_change),
         node=_node(screen, comparison),
-        swap_url=screen.url(state.comparing(state.params.conventions(), swapped)),
-        api_url=URLS.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.params),
+        swap_url=screen.url(state.with_kind(compare=state.kind.params.conventions(), params=swapped)),
+        api_url=URLS.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.kind.params),
                                                     **conventions_query(b)}),
-        b_preset_links=tuple((p, screen.url(state.comparing(Conventions(preset=p)))
+        b_preset_links=tuple((p, screen.url(state.with_kind(compare=Conventions(preset=p)))
                               , p == b.preset and not _overrides(b)) for p in PRESET_NAMES))

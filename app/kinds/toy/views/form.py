@@ -12,19 +12,10 @@ from app.kinds.toy.engine.model import ToyConfig
 from app.kinds.toy.engine.params import MAX_ABS_REWARD, GRPOParams
 from app.kinds.toy.engine.processes import GROUP_SIZE
 from app.views import numbers
+from app.views.param_fields import FieldSpec, field_range
 
 # The URL parameters of a step are exactly GRPOParams' fields, in its order.
 FORM_FIELDS = tuple(GRPOParams.model_fields)
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    name: str
-    label: str
-    numeric: bool = True
-    choices: tuple[str, ...] = ()  # a <select> of these values
-    explain: str = ""  # one line under the field: what the choice changes
-    labels: tuple[str, ...] = ()  # what each choice reads as, when not its value
 
 
 def _choices(name: str) -> tuple[str, ...]:
@@ -85,23 +76,10 @@ STAGE_PARAMS_NOTE = (f"G = {GROUP_SIZE}, ε = {numbers.param(_STAGE.clip_epsilon
 
 
 def allowed_range(name: str, model: type[BaseModel] = GRPOParams) -> str | None:
-    """Human-readable bounds of a parameter, from its Field constraints (GRPOParams', or `model`'s)."""
-    field = model.model_fields.get(name)
-    if field is None:
-        return None
-    low = high = None
-    for c in field.metadata:
-        for attr, sym in (("ge", "<="), ("gt", "<")):
-            if getattr(c, attr, None) is not None:
-                low = f"{numbers.bound(getattr(c, attr))} {sym} "
-        for attr, sym in (("le", "<="), ("lt", "<")):
-            if getattr(c, attr, None) is not None:
-                high = f" {sym} {numbers.bound(getattr(c, attr))}"
-    if name == "rewards":
+    """Human-readable bounds of one of GRPOParams' fields (or `model`'s)."""
+    if name == "rewards" and model is GRPOParams:
         return f"group_size comma-separated finite numbers, |r| <= {numbers.bound(MAX_ABS_REWARD)}"
-    if low is None and high is None:
-        return None
-    return f"{low or ''}{name}{high or ''}"
+    return field_range(name, model)
 
 
 def _form_value(name: str, v: object) -> str:

@@ -5,9 +5,7 @@ so the template only draws them.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from app.domain.snapshot import Snapshot
 from app.engine.runtime.records import NodeRecord
@@ -15,19 +13,15 @@ from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.views.charts.advantages import AdvantageBars, advantage_bars
 from app.kinds.toy.views.charts.clip_plot import ClipPlot, clip_plot
 from app.kinds.toy.views.charts.probabilities import ProbabilityBars, probability_bars
-from app.views.meaning import NodeMeaning, choice_label, filled_formula, node_meaning
+from app.kinds.toy.views.meaning import choice_label, filled_formula
+from app.views.inspector import InspectorView, build_inspector
+from app.views.meaning import NodeMeaning, node_meaning
 
 # Log-probability nodes get probability bars; GRPO nodes get the group chart.
 PROBABILITY_NODE_SUFFIXES = ("log_probabilities",)
 POLICY_MODULES = ("policy", "old_policy", "reference_policy")
 CLIP_NODES = ("ratio", "clipped", "python@ratio#0", "python@clipped#0")
 MAX_ROWS = 64  # per-sample lists and tables show this many; the JSON API has them all
-
-
-@dataclass(frozen=True)
-class EdgeRef:
-    node_id: str
-    edge_id: str
 
 
 @dataclass(frozen=True)
@@ -47,74 +41,6 @@ class RewardInput:
     choice: int
     choice_label: str  # "2 · readable correct"
     reward: float
-
-
-@dataclass(frozen=True)
-class InspectorView:
-    node_id: str
-    meaning: NodeMeaning
-    kind: str
-    op: str
-    description: str | None
-    params: dict
-    parent_id: str | None
-    members: list[str]
-    incoming: list[EdgeRef]
-    outgoing: list[EdgeRef]
-    record: NodeRecord | None
-    value_stats: TensorStats | None
-    grad_stats: TensorStats | None
-    declared_shape: str | None
-    shape_warning: str | None
-    probability_charts: tuple[ProbabilityBars, ...] = ()  # one per row of log-probabilities
-    advantage_chart: AdvantageBars | None = None
-    clip_chart: ClipPlot | None = None
-    anchor_connections: list[dict] = field(default_factory=list)
-    choice_labels: tuple[str, ...] = ()  # one per sample of the run: "2 · readable correct"
-    filled: tuple[FilledLine, ...] = ()  # the formula with each sample's numbers (first MAX_ROWS)
-    reward_inputs: tuple[RewardInput, ...] = ()  # advantages: the rewards that feed them
-
-
-def flatten(values: Any) -> list[float]:
-    """Nested lists/tuples or a scalar → flat list of floats (None → [])."""
-    if values is None:
-        return []
-    if isinstance(values, (list, tuple)):
-        return [x for item in values for x in flatten(item)]
-    return [float(values)]
-
-
-@dataclass(frozen=True)
-class TensorStats:
-    """The line above a tensor table; min, max and mean are None for an empty tensor."""
-    min: float | None
-    max: float | None
-    mean: float | None
-    count: int
-
-
-def tensor_stats(values: Any) -> TensorStats:
-    flat = flatten(values)
-    if not flat:
-        return TensorStats(None, None, None, 0)
-    if any(math.isnan(x) for x in flat):
-        nan = float("nan")
-        return TensorStats(nan, nan, nan, len(flat))
-    return TensorStats(min(flat), max(flat), math.fsum(flat) / len(flat), len(flat))
-
-
-def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str | None:
-    """The export's input declares the palette default 1,3,224,224; say so rather than fix it."""
-    if declared is None or traced is None:
-        return None
-    try:
-        declared_dims = tuple(int(d) for d in declared.split(","))
-    except ValueError:
-        return f"declared shape {declared!r} is not a list of integers; traced shape is {traced}"
-    if declared_dims == tuple(traced):
-        return None
-    return (f"The file declares shape ({declared}), the palette's default; the traced tensor is "
-            f"{tuple(traced)}, which is what Linear(3, 4) takes. Shown as traced.")
 
 
 def sample_choice_labels(result: StepResult) -> tuple[str, ...]:
@@ -169,29 +95,25 @@ def _meaning(snapshot: Snapshot, node_id: str, result: StepResult | None) -> Nod
     return node_meaning(snapshot, node_id, result.params.conventions(), len(result.samples))
 
 
-def build_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
-                    step_id: str | None = None) -> InspectorView:
-    node = snapshot.node(node_id)
+@dataclass(frozen=True)
+class ToyInspectorView(InspectorView):
+    """The toy's inspector: the shared facts plus its charts and per-sample lines."""
+    probability_charts: tuple[ProbabilityBars, ...] = ()  # one per row of log-probabilities
+    advantage_chart: AdvantageBars | None = None
+    clip_chart: ClipPlot | None = None
+    choice_labels: tuple[str, ...] = ()  # one per sample of the run: "2 · readable correct"
+    filled: tuple[FilledLine, ...] = ()  # the formula with each sample's numbers (first MAX_ROWS)
+    reward_inputs: tuple[RewardInput, ...] = ()  # advantages: the rewards that feed them
+
+
+
+
+def build_toy_inspector(snapshot: Snapshot, node_id: str, result: StepResult | None,
+                        step_id: str | None = None) -> ToyInspectorView:
     record = result.nodes.get(node_id) if result else None
-    declared = node.params.get("shape") if isinstance(node.params.get("shape"), str) else None
-    incoming = [EdgeRef(e.source_node_id, e.edge_id) for e in snapshot.edges if e.target_node_id == node_id]
-    outgoing = [EdgeRef(e.target_node_id, e.edge_id) for e in snapshot.edges if e.source_node_id == node_id]
-    anchors = []
-    if step_id is not None:
-        for anchor in snapshot.step(step_id).anchors:
-            if anchor.target.node_id == node_id and anchor.context is not None:
-                anchors = [c.model_dump(by_alias=False) for c in anchor.context.connections]
-    layer_type = node.metadata.layer_type
     labels = sample_choice_labels(result) if result is not None else ()
-    return InspectorView(
-        node_id=node_id, meaning=_meaning(snapshot, node_id, result), kind=node.kind, op=node.op,
-        description=layer_type.description if layer_type else None,
-        params=dict(node.params), parent_id=node.parent_id, members=list(node.members),
-        incoming=incoming, outgoing=outgoing, record=record,
-        value_stats=tensor_stats(record.values) if record else None,
-        grad_stats=tensor_stats(record.grad) if record and record.grad is not None else None,
-        declared_shape=declared,
-        shape_warning=shape_warning(declared, record.shape if record else None),
-        anchor_connections=anchors, **_charts(node_id, record, result, step_id, labels),
-        choice_labels=labels, **_sample_lines(snapshot, node_id, result, labels),
-    )
+    view = build_inspector(snapshot, node_id, _meaning(snapshot, node_id, result), record, step_id,
+                           ToyInspectorView, **_charts(node_id, record, result, step_id, labels),
+                           choice_labels=labels, **_sample_lines(snapshot, node_id, result, labels))
+    assert isinstance(view, ToyInspectorView)
+    return view

@@ -13,7 +13,8 @@ from app.kinds.toy.domain.toy_task import ROLE_LABELS
 from app.kinds.toy.engine.processes import METRICS_NOTE, StageRun, run_process
 from app.kinds.toy.views.charts.comparison import ComparisonChart, comparison
 from app.kinds.toy.views.charts.pipeline import Pipeline, kind_label, pipeline
-from app.views.charts.line_charts import LineChart, stage_curves
+from app.kinds.toy.views.charts.stage_curves import stage_curves
+from app.views.charts.line_charts import LineChart
 from app.views.numbers import significant
 from app.views.view_state import ViewState
 
@@ -95,20 +96,20 @@ def stage_card(run: StageRun) -> StageCard:
 
 
 def build_process_panel(snapshot: Snapshot, state: ViewState, processes: ProcessCatalog) -> ProcessPanel:
-    seed = state.params.seed
-    options = [ProcessOption("", NO_PROCESS_TITLE, state.with_process(None).url(snapshot), state.process is None)]
-    options += [ProcessOption(p.id, p.title, state.with_process(p.id).url(snapshot), p.id == state.process)
+    seed = state.kind.params.seed
+    options = [ProcessOption("", NO_PROCESS_TITLE, state.with_kind(process=None, stage=None).url(snapshot), state.kind.process is None)]
+    options += [ProcessOption(p.id, p.title, state.with_kind(process=p.id, stage=None).url(snapshot), p.id == state.kind.process)
                 for p in processes.processes]
     process = drawn = card = compared = None
     links: tuple[StageLink, ...] = ()
-    if state.process:
-        process = processes.get(state.process)
+    if state.kind.process:
+        process = processes.get(state.kind.process)
         run = run_process(processes, process.id, seed)
-        shown = process.stage(state.stage) if state.stage else process.default_stage
+        shown = process.stage(state.kind.stage) if state.kind.stage else process.default_stage
         drawn = pipeline(process, shown.id)
         # the default stage's link names no stage: one URL per view
         links = tuple(StageLink(s, kind_label(s.kind),
-                                state.with_process(process.id, None if s is process.default_stage else s.id)
+                                state.with_kind(process=process.id, stage=None if s is process.default_stage else s.id)
                                 .url(snapshot), s.id == shown.id)
                       for s in process.stages)
         card = stage_card(run.stage(shown.id))

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.views.meaning import choice_label
 from app.views import convention_text as ct
-from app.views.meaning import choice_label
 from app.views.numbers import param
 
 MAX_ROWS = 64  # the JSON API has them all

@@ -1,51 +1,35 @@
-"""JSON API: walkthroughs, their summaries and live tensors. Thin: the engine does the work."""
+"""The toy's JSON API: its live tensors and Compare mode. Thin: the engine does the work."""
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
 from app.domain.snapshot import Snapshot
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.compare import compare_step
-from app.kinds.toy.engine.node_map import is_runnable
+from app.kinds.toy.engine.node_map import KIND_ID
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.web.deps import CompareDep, ParamsDep, ProcessesDep, find_process, find_stage
 from app.kinds.toy.web.schemas.compare import CompareBody, compare_payload
-from app.kinds.toy.web.schemas.tensors import TensorsBody
+from app.kinds.toy.web.schemas.tensors import TensorsBody, tensors_payload
 from app.web.deps import (
     CatalogDep,
-    CompareDep,
     ComputeDep,
     DeviceDep,
-    ParamsDep,
-    ProcessesDep,
     StrictQueryRoute,
     check_node,
     check_step,
     find_entry,
-    find_process,
     find_snapshot,
-    find_stage,
-    read_capped,
 )
 from app.web.errors import NotRunnable
 from app.web.json_body import accepts_gzip, json_response
-from app.web.schemas.base import AsBuilt, AsBuiltList
-from app.web.schemas.errors import BUSY, ErrorBody, ValidationErrorBody, error
-from app.web.schemas.walkthroughs import (
-    UploadBody,
-    WalkthroughItem,
-    WalkthroughSummary,
-    tensors_payload,
-    upload_payload,
-    walkthrough_item,
-    walkthrough_summary,
-)
+from app.web.schemas.base import AsBuilt
+from app.web.schemas.errors import BUSY, ValidationErrorBody, error
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
@@ -56,18 +40,6 @@ router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 UNKNOWN = error("Unknown walkthrough, or one whose file failed to load.")
 VIEW_ONLY = error("The walkthrough is view-only: no runnable model matches its nodes.")
-
-
-@router.get("/walkthroughs", response_model=AsBuiltList, responses={200: {"model": list[WalkthroughItem]}})
-def list_walkthroughs(cat: CatalogDep) -> list[dict]:
-    return [walkthrough_item(e) for e in cat.entries()]
-
-
-@router.get("/walkthroughs/{walkthrough_id}", response_model=AsBuilt,
-            responses={200: {"model": WalkthroughSummary}, 404: UNKNOWN})
-def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
-    find_snapshot(cat, walkthrough_id)
-    return walkthrough_summary(find_entry(cat, walkthrough_id))
 
 
 @router.get("/walkthroughs/{walkthrough_id}/tensors", response_model=AsBuilt, responses={
@@ -98,7 +70,7 @@ async def get_tensors(
     snapshot = find_snapshot(cat, walkthrough_id)
     check_step(snapshot, step)
     check_node(snapshot, node)
-    if not is_runnable(snapshot):
+    if find_entry(cat, walkthrough_id).kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     if process is None:
         if stage is not None:
@@ -148,7 +120,7 @@ async def get_compare(
     snapshot = find_snapshot(cat, walkthrough_id)
     check_step(snapshot, step)
     check_node(snapshot, node)
-    if not is_runnable(snapshot):
+    if find_entry(cat, walkthrough_id).kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     return await compute.run(_compare, walkthrough_id, snapshot, step, node, params, conventions_b, dev, gzip_ok)
 
@@ -160,20 +132,3 @@ def _compare(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: st
     return json_response(body, gzip_ok)
 
 
-@router.post("/walkthroughs", status_code=201, responses={
-    201: {"model": UploadBody, "description": "Uploaded"},
-    200: {"model": UploadBody, "description": "Already uploaded"},
-    413: error("Over 2 MB"),
-    # UploadRejected sends {"error"}; a request without a `file` part gets the validation body
-    422: error("Not a valid export (`error` says why), or no `file` part (`detail` names it).",
-               ErrorBody | ValidationErrorBody),
-    409: error("Other bytes are already stored under this file's id (a SHA-256 prefix collision)."),
-    503: error("The upload store cannot be reached just now; try again."),
-    507: error("The upload store is full (UPLOAD_QUOTA_MB): nothing was stored, and no earlier upload "
-               "was removed to make room."),
-})
-async def upload_walkthrough(file: Annotated[UploadFile, File()], cat: CatalogDep):
-    """Open your own `tensorviz.graph` export: validated like the built-in ones, kept by content hash."""
-    raw = await read_capped(file)
-    entry, created = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
-    return JSONResponse(upload_payload(entry), status_code=201 if created else 200)

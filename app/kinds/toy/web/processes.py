@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.web.deps import ProcessesDep, find_process
 from app.kinds.toy.web.schemas.processes import (
     ComparisonBody,
     ProcessesBody,
@@ -15,7 +16,7 @@ from app.kinds.toy.web.schemas.processes import (
     process_run_payload,
     processes_payload,
 )
-from app.web.deps import ComputeDep, ProcessesDep, StrictQueryRoute, find_process
+from app.web.deps import ComputeDep, StrictQueryRoute
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, INVALID, error
 

@@ -1,4 +1,4 @@
-"""The body of GET /api/walkthroughs/{id}/tensors (built by walkthroughs.tensors_payload).
+"""The body of GET /api/walkthroughs/{id}/tensors (built by tensors_payload below).
 
 Large (G = 4096 sends megabytes), so the route never validates it: these models
 document it, and the tests validate real bodies against them.
@@ -9,8 +9,12 @@ from typing import Literal
 
 from pydantic import Field, create_model
 
+from app.domain.snapshot import Snapshot
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.records import StepResult
+from app.views.graph_layout import visible_node_ids
 from app.web.schemas.base import Body, TensorValues, optional_key
+from app.web.schemas.walkthroughs import node_payload
 
 Role = Literal["correct", "mixed", "unformatted", "wrong"]
 ROLE = "What the choice stands for: correct (readable), mixed (mixed-language), unformatted or wrong."
@@ -199,3 +203,33 @@ class TensorsBody(Body):
     parameter_grads: dict[str, ParameterGrad] = Field(
         description="Per policy parameter (policy.logits.weight, …): values and gradient; {} when the "
                     "step takes no gradient.")
+
+
+def tensors_payload(walkthrough_id: str, snapshot: Snapshot, result: StepResult,
+                    step_id: str | None = None, node_id: str | None = None) -> dict:
+    """With a step: the nodes visible in that step's view; without: all nodes."""
+    selected: list[str] = []
+    if step_id is not None:
+        step = snapshot.step(step_id)
+        node_ids = visible_node_ids(snapshot, step.view.expanded_module_ids)
+        selected = step.view.selected_node_ids
+    else:
+        node_ids = [n.node_id for n in snapshot.nodes]
+    if node_id is not None:
+        node_ids = [node_id]
+    return {
+        "walkthrough": walkthrough_id,
+        "step": step_id,
+        "kind": result.kind,
+        "device": result.device,
+        "params": result.params.model_dump(),
+        "prompt": {"index": result.params.prompt, "features": list(result.prompt.features),
+                   "correct_choice": result.prompt.correct},
+        "history": result.history,
+        "samples": result.samples,
+        "objective": result.objective,
+        "loss": result.loss,
+        "selected": selected,
+        "nodes": {nid: node_payload(result.nodes[nid]) for nid in node_ids},
+        "parameter_grads": result.parameter_grads,
+    }

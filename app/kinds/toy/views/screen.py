@@ -1,0 +1,100 @@
+"""The toy's screen: the shared graph screen (app/views/screen.py) plus the recorded GRPO step
+(or a training path's stage), its inspector with charts, the group table, the parameter form
+and the training-path panel."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from app.domain.snapshot import Snapshot
+from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine.grpo_step import TrainingDiverged
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
+from app.kinds.toy.views.inspector import build_toy_inspector
+from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
+from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
+from app.kinds.toy.views.view_state import ToyState, view_for_step
+from app.views.numbers import readout
+from app.views.screen import GraphAnnotation, Screen, build_graph
+from app.views.urls import URLS, conventions_query, params_query
+from app.views.view_state import ViewState
+
+
+@dataclass(frozen=True)
+class ToyScreen(Screen):
+    result: StepResult | None = None
+    run_error: str | None = None
+    form: ParamForm | None = None
+    panel: ProcessPanel | None = None
+    stage_params_note: str = STAGE_PARAMS_NOTE
+
+    parts: ClassVar = {"panels": "toy/panels.html", "node_extra": "toy/compare_node.html"}
+    runnable: ClassVar[bool] = True
+
+    @property
+    def own(self) -> ToyState:
+        state = self.state.kind
+        assert isinstance(state, ToyState)
+        return state
+
+    @property
+    def sample_table(self) -> SampleTable | None:
+        """The group table of a GRPO step, its columns chosen by the conventions in force."""
+        return build_sample_table(self.result)
+
+    @property
+    def inactive(self) -> set[str]:
+        """Nodes that take no part in the chosen process stage: drawn dimmed."""
+        if self.result is None:
+            return set()
+        return {n for n, rec in self.result.nodes.items() if rec.inactive_reason is not None}
+
+    @property
+    def compare_query(self) -> dict[str, str]:
+        """Side B's `vs_` values, so Recompute keeps Compare mode (hidden inputs of the form)."""
+        return {} if self.own.compare is None else conventions_query(self.own.compare)
+
+    def defaults_url(self) -> str:
+        """This step's saved view with default parameters."""
+        return self.url(view_for_step(self.snapshot, self.state.walkthrough_id, self.state.step_id, GRPOParams()))
+
+    def api_url(self) -> str:
+        q = {"step": self.state.step_id, **params_query(self.own.params)}
+        if self.own.process:
+            q["process"] = self.own.process
+            if self.own.stage:
+                q["stage"] = self.own.stage
+        return URLS.tensors(self.state.walkthrough_id, q)
+
+
+def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:
+    """The rewards enter GRPO outside the traced model: name them beside the node that takes
+    them (advantages), so the graph shows where the advantages come from."""
+    if result is None or result.kind != "grpo" or not result.samples or "advantages" not in result.nodes:
+        return {}
+    rewards = [s["reward"] for s in result.samples]
+    shown = ", ".join(readout(r) for r in rewards[:8]) + (", …" if len(rewards) > 8 else "")
+    return {"advantages": GraphAnnotation(
+        label=f"rewards r = {shown}",
+        detail=(f"The rewards of the {len(rewards)} completions "
+                f"({result.history.get('reward_rule', 'the reward rule')}) feed the advantages."))}
+
+
+def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None,
+                 processes: ProcessCatalog | None = None) -> ToyScreen:
+    own = state.kind
+    assert isinstance(own, ToyState)
+    result, run_error = None, None
+    try:
+        result = step_for_view(own.params, device, processes, own.process, own.stage)
+    except TrainingDiverged as exc:
+        run_error = str(exc)
+    shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
+    inspector = build_toy_inspector(snapshot, state.node, result, state.step_id) if state.node else None
+    panel = build_process_panel(snapshot, state, processes) if processes is not None else None
+    return ToyScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state, shapes),
+                     inspector, _annotations(result), result=result, run_error=run_error,
+                     form=form or ParamForm.from_params(own.params), panel=panel)

@@ -1,0 +1,60 @@
+"""The toy's step page: the shared page and view templates, its numbers from the toy's engine.
+Thin: parsing and building live in views/ (view_state.py, screen.py, compare_view.py)."""
+from __future__ import annotations
+
+from pydantic import ValidationError
+from starlette.responses import RedirectResponse
+
+from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.views.compare_view import build_compare_view
+from app.kinds.toy.views.form import FORM_FIELDS, ParamForm
+from app.kinds.toy.views.screen import build_screen
+from app.kinds.toy.views.view_state import parse_compare, parse_view
+from app.views.view_state import UnknownViewPart
+from app.views.walkthrough_list import list_walkthroughs
+from app.web.errors import NotFound
+from app.web.kind import StepRequest
+from app.web.rendering import render, wants_fragment
+
+PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "toy/param_form.html"
+
+
+def _read_params(request) -> tuple[GRPOParams, ParamForm | None]:
+    """Valid params, or the defaults plus a form that shows what was typed and why it failed."""
+    raw = {k: v.strip() for k in FORM_FIELDS if (v := request.query_params.get(k)) is not None and v.strip() != ""}
+    try:
+        return GRPOParams(**raw), None
+    except ValidationError as exc:
+        return GRPOParams(), ParamForm.refused(raw, exc.errors())
+
+
+def step_page(asked: StepRequest):
+    request, walkthrough_id, step_id, snapshot = asked.request, asked.walkthrough_id, asked.step_id, asked.snapshot
+    cat, dev, processes = asked.catalog, asked.device, request.app.state.processes
+    params, invalid_form = _read_params(request)
+    compare = parse_compare(request.query_params)  # Compare mode: side B from the vs_ parameters
+    try:
+        state = parse_view(snapshot, walkthrough_id, step_id, expanded=request.query_params.get("expanded"),
+                                node=request.query_params.get("node"), params=params,
+                                process=request.query_params.get("process"), stage=request.query_params.get("stage"),
+                                processes=processes, view=request.query_params.get("view"),
+                                compare=compare.conventions)
+    except UnknownViewPart as exc:
+        raise NotFound(str(exc)) from None
+    screen = build_screen(snapshot, state, dev, invalid_form, processes)
+    context = {"screen": screen, "catalog": cat, "switch": list_walkthroughs(cat.entries(), walkthrough_id),
+               "compare": build_compare_view(screen, compare, dev)}
+    if invalid_form is not None:
+        if wants_fragment(request):
+            # The previous view stays: only the form is swapped, and the URL is not pushed.
+            return render(request, FORM, FORM, context, 422,
+                          {"HX-Retarget": "#param-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
+        return render(request, PAGE, VIEW, context, 422)
+    if compare.errors:  # the compare form names each refused vs_ parameter
+        return render(request, PAGE, VIEW, context, 422)
+    canonical = screen.url()
+    if not wants_fragment(request) and request.url.path != "/" and \
+            dict(request.query_params) != state.query(snapshot):
+        return RedirectResponse(canonical, status_code=303)
+    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else None
+    return render(request, PAGE, VIEW, context, headers=headers)

@@ -1,0 +1,111 @@
+"""What the Inspector shows for any node: its place in the graph, its recorded tensor (when a kind
+recorded one) and the words for it. A kind extends InspectorView with its own charts (the toy's
+ToyInspectorView); the template draws what the view has.
+
+Pure view model: no web framework, no template syntax.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.snapshot import Snapshot
+from app.engine.runtime.records import NodeRecord
+from app.views.meaning import NodeMeaning
+
+
+@dataclass(frozen=True)
+class EdgeRef:
+    node_id: str
+    edge_id: str
+
+
+@dataclass(frozen=True)
+class InspectorView:
+    node_id: str
+    meaning: NodeMeaning
+    kind: str
+    op: str
+    description: str | None
+    params: dict
+    parent_id: str | None
+    members: list[str]
+    incoming: list[EdgeRef]
+    outgoing: list[EdgeRef]
+    record: NodeRecord | None
+    value_stats: TensorStats | None
+    grad_stats: TensorStats | None
+    declared_shape: str | None
+    shape_warning: str | None
+    anchor_connections: list[dict] = field(default_factory=list)
+
+
+def flatten(values: Any) -> list[float]:
+    """Nested lists/tuples or a scalar → flat list of floats (None → [])."""
+    if values is None:
+        return []
+    if isinstance(values, (list, tuple)):
+        return [x for item in values for x in flatten(item)]
+    return [float(values)]
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """The line above a tensor table; min, max and mean are None for an empty tensor."""
+    min: float | None
+    max: float | None
+    mean: float | None
+    count: int
+
+
+def tensor_stats(values: Any) -> TensorStats:
+    flat = flatten(values)
+    if not flat:
+        return TensorStats(None, None, None, 0)
+    if any(math.isnan(x) for x in flat):
+        nan = float("nan")
+        return TensorStats(nan, nan, nan, len(flat))
+    return TensorStats(min(flat), max(flat), math.fsum(flat) / len(flat), len(flat))
+
+
+def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str | None:
+    """The export's input declares the palette default 1,3,224,224; say so rather than fix it."""
+    if declared is None or traced is None:
+        return None
+    try:
+        declared_dims = tuple(int(d) for d in declared.split(","))
+    except ValueError:
+        return f"declared shape {declared!r} is not a list of integers; traced shape is {traced}"
+    if declared_dims == tuple(traced):
+        return None
+    return (f"The file declares shape ({declared}), the palette's default; the traced tensor is "
+            f"{tuple(traced)}, which is what Linear(3, 4) takes. Shown as traced.")
+
+
+def build_inspector(snapshot: Snapshot, node_id: str, meaning: NodeMeaning, record: NodeRecord | None = None,
+                    step_id: str | None = None, view: type[InspectorView] = InspectorView,
+                    **extra: Any) -> InspectorView:
+    """The node's facts from the snapshot, with its record and meaning; `extra` fills the fields a
+    kind's `view` class adds."""
+    node = snapshot.node(node_id)
+    declared = node.params.get("shape") if isinstance(node.params.get("shape"), str) else None
+    incoming = [EdgeRef(e.source_node_id, e.edge_id) for e in snapshot.edges if e.target_node_id == node_id]
+    outgoing = [EdgeRef(e.target_node_id, e.edge_id) for e in snapshot.edges if e.source_node_id == node_id]
+    anchors = []
+    if step_id is not None:
+        for anchor in snapshot.step(step_id).anchors:
+            if anchor.target.node_id == node_id and anchor.context is not None:
+                anchors = [c.model_dump(by_alias=False) for c in anchor.context.connections]
+    layer_type = node.metadata.layer_type
+    return view(
+        node_id=node_id, meaning=meaning, kind=node.kind, op=node.op,
+        description=layer_type.description if layer_type else None,
+        params=dict(node.params), parent_id=node.parent_id, members=list(node.members),
+        incoming=incoming, outgoing=outgoing, record=record,
+        value_stats=tensor_stats(record.values) if record else None,
+        grad_stats=tensor_stats(record.grad) if record and record.grad is not None else None,
+        declared_shape=declared,
+        shape_warning=shape_warning(declared, record.shape if record else None),
+        anchor_connections=anchors, **extra,
+    )

@@ -1,0 +1,52 @@
+"""What a walkthrough kind brings to the house (docs/design.md §5, "How to add a kind").
+
+A kind is one package under app/kinds/ (its domain, engine, views, web and templates) and one
+line in app/web/kinds.py. The house asks it two things: does your engine run this snapshot
+(`matches`, asked once per file when it is loaded or uploaded; the answer is stored on the
+catalog entry), and what does this step look like (`step_page`, called by the one step route on
+the compute executor). Everything else a kind adds, it adds through `install`: routers,
+exception handlers, start-up state.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+
+from app.domain.catalog import Catalog, CatalogEntry
+from app.domain.snapshot import Node, Snapshot
+from app.engine.grpo.params import Conventions
+from app.views.meaning import NodeMeaning
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """One step page asked of a kind: the request, the catalog entry its kind runs, and the device."""
+    request: Request
+    walkthrough_id: str
+    step_id: str
+    entry: CatalogEntry
+    catalog: Catalog
+    device: str
+
+    @property
+    def snapshot(self) -> Snapshot:
+        assert self.entry.snapshot is not None
+        return self.entry.snapshot
+
+
+@dataclass(frozen=True)
+class Kind:
+    id: str  # stored on catalog entries ("toy", "tiny_lm"); never in a URL
+    title: str  # what it is, for people ("ToyGRPO: one choice per completion")
+    matches: Callable[[Snapshot], bool]  # the engine's rule: it runs exactly this export's nodes
+    step_page: Callable[[StepRequest], Response]  # runs on the compute executor (a cache miss computes)
+    install: Callable[[FastAPI], None] = lambda app: None  # routers, handlers, app.state
+    templates: Path | None = None  # holds templates/<kind id>/…, names the kind's screen uses
+    # The kind's words for nodes of graphs shaped like its model, even view-only ones (views/meaning.py)
+    describe: Callable[[Snapshot, Node, Conventions | None, int | None], NodeMeaning | None] | None = None
+    # The allowed range of one of its parameters, for a 422 that names no range itself
+    allowed_range: Callable[[str], str | None] | None = None

@@ -1,0 +1,44 @@
+"""The kind registry: the one file that names the walkthrough kinds (docs/design.md §5).
+
+Order matters: the first kind whose engine matches a snapshot runs it (datasette's firstresult
+hooks); a snapshot none matches is view-only. A test may build an app with its own registry
+(`create_app(settings, kinds=...)`), so a throwaway kind needs no line here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.domain.snapshot import Snapshot
+from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
+from app.kinds.toy.web.kind import KIND as TOY
+from app.web.kind import Kind
+
+KINDS: tuple[Kind, ...] = (TOY, TINY_LM)
+
+
+@dataclass(frozen=True)
+class KindRegistry:
+    kinds: tuple[Kind, ...]
+
+    def __post_init__(self) -> None:
+        ids = [k.id for k in self.kinds]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"two kinds share an id: {ids}")
+
+    def classify(self, snapshot: Snapshot) -> str | None:
+        """The id of the first kind whose engine runs `snapshot`, or None (view-only)."""
+        return next((k.id for k in self.kinds if k.matches(snapshot)), None)
+
+    def get(self, kind_id: str | None) -> Kind | None:
+        return next((k for k in self.kinds if k.id == kind_id), None)
+
+    def allowed_range(self, name: str) -> str | None:
+        for kind in self.kinds:
+            if kind.allowed_range is not None and (found := kind.allowed_range(name)) is not None:
+                return found
+        return None
+
+
+def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:
+    return KindRegistry(tuple(kinds))
