@@ -14,7 +14,9 @@ from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
 from app.kinds.toy.web.kind import KIND as TOY
 from app.web.kind import Kind
 
-KINDS: tuple[Kind, ...] = (TOY, TINY_LM)
+# The tiny LM first: its words for nodes (the GRPO head's templates, shared with the toy's) are the
+# more specific; the two engines' matchers are exact, so their order does not matter.
+KINDS: tuple[Kind, ...] = (TINY_LM, TOY)
 
 
 @dataclass(frozen=True)

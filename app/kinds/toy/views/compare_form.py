@@ -64,7 +64,8 @@ def compare_form(screen: ToyScreen, request: CompareRequest, b: Conventions | No
 
 
 def case_links(screen: ToyScreen) -> tuple[CaseLink, ...]:
-    state = screen.state
-    return tuple(CaseLink(case, screen.url(state.with_kind(compare=case.conventions, params=case.params, process=None, stage=None)),
-                          state.kind.process is None and state.kind.params == case.params and state.kind.compare == case.conventions)
+    state, own = screen.state, screen.state.kind
+    return tuple(CaseLink(case, screen.url(state.with_kind(compare=case.conventions, params=case.params,
+                                                           process=None, stage=None)),
+                          own.process is None and own.params == case.params and own.compare == case.conventions)
                  for case in CASES)

@@ -243,7 +243,8 @@ def build_compare_view(screen: ToyScreen, request: CompareRequest, device: str) 
         return base
     if state.kind.process is not None:
         return replace(base, note="Compare mode compares the walkthrough's own GRPO step; a training "
-                       "path's stage runs with its own settings.", note_url=screen.url(state.with_kind(process=None, stage=None)))
+                       "path's stage runs with its own settings.",
+                       note_url=screen.url(state.with_kind(process=None, stage=None)))
     try:
         comparison = compare_step(state.kind.params, b, device)
     except TrainingDiverged as exc:

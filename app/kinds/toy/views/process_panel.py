@@ -97,8 +97,10 @@ def stage_card(run: StageRun) -> StageCard:
 
 def build_process_panel(snapshot: Snapshot, state: ViewState, processes: ProcessCatalog) -> ProcessPanel:
     seed = state.kind.params.seed
-    options = [ProcessOption("", NO_PROCESS_TITLE, state.with_kind(process=None, stage=None).url(snapshot), state.kind.process is None)]
-    options += [ProcessOption(p.id, p.title, state.with_kind(process=p.id, stage=None).url(snapshot), p.id == state.kind.process)
+    options = [ProcessOption("", NO_PROCESS_TITLE, 
+                               state.with_kind(process=None, stage=None).url(snapshot), state.kind.process is None)]
+    options += [ProcessOption(p.id, p.title, 
+                               state.with_kind(process=p.id, stage=None).url(snapshot), p.id == state.kind.process)
                 for p in processes.processes]
     process = drawn = card = compared = None
     links: tuple[StageLink, ...] = ()
