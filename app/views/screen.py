@@ -35,7 +35,9 @@ class Screen:
     annotations: Mapping[str, GraphAnnotation] = field(default_factory=dict)
 
     # What a kind adds, drawn by its own templates in the shared page's slots (templates/partials/
-    # view.html): "lead" under the step text, "panels" under the inspector, "inspector" inside it.
+    # view.html): "lead" under the step text, "panels" under the inspector, "inspector" inside it
+    # (where a node has no record), "node_extra" after a record, "inspector_tail" closing it,
+    # "compare" the Compare panel (shown when the kind's page passes a `compare` view).
     parts: ClassVar[Mapping[str, str]] = {}
     runnable: ClassVar[bool] = False  # a kind's screen computes; a view-only one draws the file
     result: Any = None  # what the kind recorded for this view (None: nothing ran)

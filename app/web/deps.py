@@ -55,11 +55,18 @@ def find_entry(cat: Catalog, walkthrough_id: str) -> CatalogEntry:
         raise NotFound(f"unknown walkthrough {walkthrough_id!r}") from None
 
 
-def find_snapshot(cat: Catalog, walkthrough_id: str) -> Snapshot:
+def find_loaded(cat: Catalog, walkthrough_id: str) -> CatalogEntry:
+    """The entry, with its snapshot and kind, in one lookup; 404 if unknown or failed to load."""
     entry = find_entry(cat, walkthrough_id)
     if entry.snapshot is None:
         raise NotFound(f"walkthrough {walkthrough_id!r} failed to load: {entry.error}")
-    return entry.snapshot
+    return entry
+
+
+def find_snapshot(cat: Catalog, walkthrough_id: str) -> Snapshot:
+    snapshot = find_loaded(cat, walkthrough_id).snapshot
+    assert snapshot is not None
+    return snapshot
 
 
 def check_step(snapshot: Snapshot, step_id: str | None) -> None:

@@ -153,4 +153,4 @@ def test_bad_view_values_raise(query, words):
 def test_good_view_values_are_read():
     q = read_token_query({"metric": "kl", "completion": "2", "head": "1"})
     assert (q.metric, q.completion, q.head) == ("kl", 2, 1)
-    assert dict(q.extra()) == {"metric": "kl", "completion": "2", "head": "1"}
+    assert q.query() == {"metric": "kl", "completion": "2", "head": "1"}

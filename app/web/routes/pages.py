@@ -13,7 +13,7 @@ from app.views.screen import build_view_only_screen
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
-from app.web.deps import CatalogDep, ComputeDep, DeviceDep, KindsDep, find_entry, find_snapshot, read_capped
+from app.web.deps import CatalogDep, ComputeDep, DeviceDep, KindsDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
 from app.web.kinds import KindRegistry
@@ -73,8 +73,7 @@ async def step_page(request: Request, walkthrough_id: str, step_id: str, cat: Ca
 
 def step_work(request: Request, walkthrough_id: str, step_id: str, cat: Catalog, dev: str, kinds: KindRegistry):
     """The entry's kind draws the step; a walkthrough no kind runs is drawn from its file alone."""
-    entry = find_entry(cat, walkthrough_id)
-    find_snapshot(cat, walkthrough_id)  # 404 for a file that failed to load
+    entry = find_loaded(cat, walkthrough_id)
     kind = kinds.get(entry.kind)
     if kind is not None:
         return kind.step_page(StepRequest(request, walkthrough_id, step_id, entry, cat, dev))

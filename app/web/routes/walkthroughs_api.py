@@ -8,7 +8,7 @@ from fastapi import APIRouter, File, UploadFile
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.web.deps import CatalogDep, StrictQueryRoute, find_entry, find_snapshot, read_capped
+from app.web.deps import CatalogDep, StrictQueryRoute, find_loaded, read_capped
 from app.web.schemas.base import AsBuilt, AsBuiltList
 from app.web.schemas.errors import ErrorBody, ValidationErrorBody, error
 from app.web.schemas.walkthroughs import (
@@ -33,8 +33,7 @@ def list_walkthroughs(cat: CatalogDep) -> list[dict]:
 @router.get("/walkthroughs/{walkthrough_id}", response_model=AsBuilt,
             responses={200: {"model": WalkthroughSummary}, 404: UNKNOWN})
 def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
-    find_snapshot(cat, walkthrough_id)
-    return walkthrough_summary(find_entry(cat, walkthrough_id))
+    return walkthrough_summary(find_loaded(cat, walkthrough_id))
 
 
 @router.post("/walkthroughs", status_code=201, responses={

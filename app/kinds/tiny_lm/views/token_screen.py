@@ -43,10 +43,7 @@ class TokenQuery:
     path: str | None = None  # a training path to run and show (engine/lm_paths.py)
 
     def query(self) -> dict[str, str]:
-        """The tiny LM's part of the URL (views/view_state.py's KindState)."""
-        return dict(self.extra())
-
-    def extra(self) -> tuple[tuple[str, str], ...]:
+        """The tiny LM's part of the URL (views/view_state.py's KindState), in URL order."""
         q = dict(token_query(self.params))
         if self.metric:
             q["metric"] = self.metric
@@ -56,7 +53,7 @@ class TokenQuery:
             q["head"] = str(self.head)
         if self.path:
             q["path"] = self.path
-        return tuple(q.items())
+        return q
 
 
 def _index(raw: str | None, name: str) -> int:

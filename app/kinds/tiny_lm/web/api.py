@@ -17,8 +17,7 @@ from app.web.deps import (
     StrictQueryRoute,
     check_node,
     check_step,
-    find_entry,
-    find_snapshot,
+    find_loaded,
 )
 from app.web.errors import NotRunnable
 from app.web.json_body import accepts_gzip, json_response
@@ -45,10 +44,12 @@ async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, dev
     log π after one optimiser step; the loss under each aggregation; per node a summary of its value
     and gradient (shape, min, max, mean, norms), or with `node` that node's full tensors."""
     gzip_ok = accepts_gzip(request)
-    snapshot = find_snapshot(cat, walkthrough_id)
+    entry = find_loaded(cat, walkthrough_id)
+    snapshot = entry.snapshot
+    assert snapshot is not None
     check_step(snapshot, step)
     check_node(snapshot, node)
-    if find_entry(cat, walkthrough_id).kind != KIND_ID:
+    if entry.kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")
     return await compute.run(_tokens, walkthrough_id, params, dev, step, node, gzip_ok)
 

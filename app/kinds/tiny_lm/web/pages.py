@@ -20,7 +20,7 @@ from app.kinds.tiny_lm.views.token_screen import (
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
-from app.web.deps import CatalogDep, DeviceDep, find_entry, find_snapshot
+from app.web.deps import CatalogDep, DeviceDep, find_loaded
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
 from app.web.rendering import render, wants_fragment
@@ -69,12 +69,14 @@ def _running(panel) -> bool:
 @router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
 def path_fragment(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3):
     """The paths box alone, as the page polls it while a run goes on (started here if need be)."""
-    snapshot = find_snapshot(cat, walkthrough_id)
-    if path not in PATH_IDS or find_entry(cat, walkthrough_id).kind != KIND_ID:
+    entry = find_loaded(cat, walkthrough_id)
+    snapshot = entry.snapshot
+    assert snapshot is not None
+    if path not in PATH_IDS or entry.kind != KIND_ID:
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
     q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
     step = snapshot.opening_step_id
-    urls = {p: URLS.step(walkthrough_id, step, {**dict(replace(q, path=p).extra())}) + "#lm-path-panel"
+    urls = {p: URLS.step(walkthrough_id, step, replace(q, path=p).query()) + "#lm-path-panel"
             for p in PATH_IDS}
     panel = path_panel(walkthrough_id, q, dev, urls)
     return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},

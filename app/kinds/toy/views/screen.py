@@ -31,7 +31,8 @@ class ToyScreen(Screen):
     panel: ProcessPanel | None = None
     stage_params_note: str = STAGE_PARAMS_NOTE
 
-    parts: ClassVar = {"panels": "toy/panels.html", "node_extra": "toy/compare_node.html"}
+    parts: ClassVar = {"panels": "toy/panels.html", "node_extra": "toy/compare_node.html",
+                       "inspector_tail": "toy/inspector_group.html", "compare": "toy/compare_panel.html"}
     runnable: ClassVar[bool] = True
 
     @property

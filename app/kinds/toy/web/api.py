@@ -23,8 +23,7 @@ from app.web.deps import (
     StrictQueryRoute,
     check_node,
     check_step,
-    find_entry,
-    find_snapshot,
+    find_loaded,
 )
 from app.web.errors import NotRunnable
 from app.web.json_body import accepts_gzip, json_response
@@ -67,10 +66,12 @@ async def get_tensors(
     stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
 ) -> Response:
     gzip_ok = accepts_gzip(request)
-    snapshot = find_snapshot(cat, walkthrough_id)
+    entry = find_loaded(cat, walkthrough_id)
+    snapshot = entry.snapshot
+    assert snapshot is not None
     check_step(snapshot, step)
     check_node(snapshot, node)
-    if find_entry(cat, walkthrough_id).kind != KIND_ID:
+    if entry.kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     if process is None:
         if stage is not None:
@@ -117,10 +118,12 @@ async def get_compare(
     rewards under the `vs_` conventions (side B: `vs_preset`, default deepseekmath, then any
     `vs_<convention>`), with every node's gradient change ‖∇a − ∇b‖ / ‖∇a‖."""
     gzip_ok = accepts_gzip(request)
-    snapshot = find_snapshot(cat, walkthrough_id)
+    entry = find_loaded(cat, walkthrough_id)
+    snapshot = entry.snapshot
+    assert snapshot is not None
     check_step(snapshot, step)
     check_node(snapshot, node)
-    if find_entry(cat, walkthrough_id).kind != KIND_ID:
+    if entry.kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     return await compute.run(_compare, walkthrough_id, snapshot, step, node, params, conventions_b, dev, gzip_ok)
 
