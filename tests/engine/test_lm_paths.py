@@ -48,7 +48,7 @@ def without_time(result: PathResult) -> PathResult:
 
 
 def test_paths_and_titles():
-    assert PATH_IDS == ("r1_zero", "r1", "distillation")
+    assert PATH_IDS == ("r1-zero", "r1", "distillation")
     assert set(PATH_TITLES) == set(PATH_IDS) and all(PATH_TITLES.values())
     with pytest.raises(ValueError, match="unknown path"):
         run_path("r2", scale=QUICK)
@@ -71,7 +71,7 @@ def test_batched_sampling_draws_what_sample_group_draws():
 @pytest.mark.parametrize("path", PATH_IDS)
 def test_shapes_of_a_full_run(path):
     result = full(path, 0)
-    kinds = {"r1_zero": ("grpo",), "r1": ("sft", "grpo", "rejection_sampling", "sft", "grpo"),
+    kinds = {"r1-zero": ("grpo",), "r1": ("sft", "grpo", "rejection_sampling", "sft", "grpo"),
              "distillation": ("rejection_sampling", "sft")}[path]
     assert (result.path, result.seed) == (path, 0)
     assert tuple(s.kind for s in result.stages) == kinds
@@ -92,7 +92,7 @@ def test_shapes_of_a_full_run(path):
     assert result.seconds > 0
 
 
-@pytest.mark.parametrize("path", ["r1_zero", "r1"])
+@pytest.mark.parametrize("path", ["r1-zero", "r1"])
 def test_deterministic(path):
     assert without_time(run_path(path, 5, scale=QUICK)) == without_time(run_path(path, 5, scale=QUICK))
 
@@ -113,7 +113,7 @@ def test_distillation_alone_runs_r1_first_and_reports_its_progress():
     assert not any(c[0].startswith("r1/") for c in again)
 
 
-@pytest.mark.parametrize("path", ["r1_zero", "r1"])
+@pytest.mark.parametrize("path", ["r1-zero", "r1"])
 def test_progress_is_monotone_and_ends_at_the_total(path):
     calls = []
     result = run_path(path, 5, progress=lambda *c: calls.append(c), scale=QUICK)
@@ -135,7 +135,7 @@ def test_r1_cache_is_bounded():
 def test_directions(seed):
     """R1-Zero learns to answer; R1 stays in one script where R1-Zero mixes; the distilled student
     improves over its own start but stays below its teacher."""
-    zero, r1, student = full("r1_zero", seed), full("r1", seed), full("distillation", seed)
+    zero, r1, student = full("r1-zero", seed), full("r1", seed), full("distillation", seed)
     start = zero.stages[0].points[0]
     assert zero.final.accuracy >= start.accuracy + ACCURACY_GAIN, (start, zero.final)
     assert r1.final.mixed_rate <= zero.final.mixed_rate - MIXING_GAP, (r1.final, zero.final)

@@ -132,3 +132,24 @@ def test_concurrent_distinct_tiny_lm_requests_get_prompt_503s_beyond_the_slots(t
     assert len(busy) >= 32, f"{statuses.count(200)} computed, {len(busy)} refused"  # 1 slot + 2 waiting
     assert all(a.headers.get("retry-after") == "1" for a in busy)
     assert statuses.count(200) >= 1
+
+
+# -- one training-path concept ---------------------------------------------------------------
+
+def test_both_kinds_name_the_paths_alike():
+    from app.domain.training_paths import PATH_IDS
+    from app.kinds.tiny_lm.engine.lm_plans import PLANS
+    from app.kinds.toy.domain.process_spec import load_processes
+    toy = load_processes(ROOT / "walkthroughs" / "processes.toml")
+    assert tuple(toy.ids) == PATH_IDS == tuple(PLANS) == ("r1-zero", "r1", "distillation")
+
+
+def test_old_tiny_lm_path_links_redirect_to_the_shared_id_and_key(make_client):
+    client = make_client(follow_redirects=False)
+    page = client.get("/walkthroughs/tiny_lm_grpo/steps/sample?seed=1&path=r1_zero")
+    assert page.status_code == 303
+    assert page.headers["location"] == "/walkthroughs/tiny_lm_grpo/steps/sample?seed=1&process=r1-zero"
+    box = client.get("/walkthroughs/tiny_lm_grpo/paths/r1_zero?seed=1")
+    assert box.status_code == 303 and box.headers["location"] == "/walkthroughs/tiny_lm_grpo/paths/r1-zero?seed=1"
+    assert client.get("/walkthroughs/tiny_lm_grpo/steps/sample?process=ppo").status_code == 404
+    assert client.get("/walkthroughs/toy_grpo/paths/r1-zero").status_code == 404  # the toy has no such box

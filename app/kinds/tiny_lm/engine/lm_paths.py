@@ -1,6 +1,6 @@
 """DeepSeek-R1's three training paths on the tiny LM (issue 13; arXiv 2501.12948 §2.2-2.4), run for real.
 
-- r1_zero: GRPO straight from the shipped base checkpoint, rule rewards accuracy + format (§2.2).
+- r1-zero: GRPO straight from the shipped base checkpoint, rule rewards accuracy + format (§2.2).
 - r1: cold-start SFT on a few dozen formatted, single-script examples; reasoning GRPO with
   accuracy + format + language consistency; rejection sampling from that model (right, formatted,
   single-script completions kept); SFT of the *base* on them; a final GRPO with every reward (§2.3).
@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from app.domain.training_paths import PATH_IDS, canonical_path_id
 from app.kinds.tiny_lm.domain.arith_corpus import completion as corpus_completion
 from app.kinds.tiny_lm.domain.arith_task import encode
 from app.kinds.tiny_lm.engine.base_training import load_base
@@ -58,9 +59,8 @@ from app.kinds.tiny_lm.engine.lm_rollout import measure, sample_groups
 from app.kinds.tiny_lm.engine.lm_stages import MAX_NEW, grpo_stage, pretrain_student, rejection_sample, sft_stage
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 
-PATH_IDS = ("r1_zero", "r1", "distillation")
-PATH_TITLES: dict[str, str] = {
-    "r1_zero": "R1-Zero: RL straight from the base",
+PATH_TITLES: dict[str, str] = {  # keyed by the shared ids (app/domain/training_paths.py)
+    "r1-zero": "R1-Zero: RL straight from the base",
     "r1": "R1: cold start, reasoning RL, rejection sampling, SFT, RL again",
     "distillation": "Distillation: a smaller student fine-tuned on R1's outputs",
 }
@@ -227,6 +227,7 @@ def run_path(path: str, seed: int = 0, progress: Progress | None = None, device:
     walkthrough's run, a small scale a quick check. Distillation needs R1's final model: taken from
     this process's cache when R1 ran for the same (seed, device, scale), otherwise R1 runs first (its
     stages then report progress as "r1/<stage>", the student's pre-training as "student_base")."""
+    path = canonical_path_id(path)
     if path not in PLANS:
         raise ValueError(f"unknown path {path!r}: choose one of {', '.join(PATH_IDS)}")
     if scale <= 0:
@@ -242,7 +243,7 @@ def run_path(path: str, seed: int = 0, progress: Progress | None = None, device:
     if path == "distillation":
         total += (0 if teacher is not None else _steps(R1, scale)) + (0 if start is not None else pretrain_steps)
     run = _Run(path, seed, device, scale, progress, total)
-    if path == "r1_zero":
+    if path == "r1-zero":
         model = _run_r1_zero(run, base)
         return run.result(model, base, began)
     if path == "r1":

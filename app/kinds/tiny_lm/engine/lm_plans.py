@@ -60,7 +60,7 @@ DISTILLATION = (
               "Supervised fine-tuning of a smaller model (1 block, 32 wide, 15,584 parameters, pre-trained "
               "briefly on the base corpus) on R1's kept outputs; no RL.", 120, 30),
 )
-PLANS = {"r1_zero": R1_ZERO, "r1": R1, "distillation": DISTILLATION}
+PLANS = {"r1-zero": R1_ZERO, "r1": R1, "distillation": DISTILLATION}
 # AdamW learning rates: 2e-3 collapses R1-Zero (format up, accuracy down); 5e-4 learns within 60
 # steps. The final stage starts from a sharper SFT model, and at 5e-4 it lost accuracy on some
 # seeds; at 2e-4 it gains on every seed we measured (0-4).

@@ -10,7 +10,8 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS, PathResult, run_path
+from app.domain.training_paths import PATH_IDS
+from app.kinds.tiny_lm.engine.lm_paths import PathResult, run_path
 
 KEEP = 16  # finished runs kept
 

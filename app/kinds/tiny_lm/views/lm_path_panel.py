@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS, PATH_TITLES, PathResult
+from app.domain.training_paths import PATH_IDS, PathChoice
+from app.kinds.tiny_lm.engine.lm_paths import PATH_TITLES, PathResult
 from app.kinds.tiny_lm.engine.path_jobs import PathJob
 from app.views.charts.line_charts import LineChart, line_chart
 
@@ -30,7 +31,7 @@ class StageRow:
 class PathPanel:
     path: str | None
     title: str | None
-    choices: tuple[tuple[str, str, str], ...]  # (id, title, url)
+    choices: tuple[PathChoice, ...]  # the shared selector's options (domain/training_paths.py)
     job: PathJob | None
     poll_url: str | None
     charts: tuple[LineChart, ...] = ()
@@ -56,7 +57,7 @@ def _curves(result: PathResult) -> tuple[tuple[LineChart, ...], tuple[StageRow, 
 
 
 def build_path_panel(path: str | None, job: PathJob | None, urls: dict[str, str], poll_url: str | None) -> PathPanel:
-    choices = tuple((p, PATH_TITLES[p], urls[p]) for p in PATH_IDS)
+    choices = tuple(PathChoice(p, PATH_TITLES[p], urls[p], p == path) for p in PATH_IDS)
     if path is None or job is None:
         return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None)
     if job.result is None:

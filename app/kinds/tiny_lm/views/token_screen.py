@@ -11,7 +11,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from app.domain.snapshot import Snapshot
-from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS
+from app.domain.training_paths import OLD_URL_KEYS, PATH_IDS, URL_KEY, canonical_path_id
 from app.kinds.tiny_lm.engine.path_jobs import PATH_JOBS
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_records import TensorSummary, TokenStepResult
@@ -26,7 +26,6 @@ from app.views.urls import URLS
 from app.views.view_state import ViewState
 
 BLOCK = re.compile(r"(?:^|\.|@)policy\.blocks\.(\d+)(?:\.|#|$)")
-VIEW_KEYS = ("metric", "completion", "head", "path")  # the token panel's own view state, besides the params
 
 
 class BadTokenView(ValueError):
@@ -40,7 +39,7 @@ class TokenQuery:
     metric: str | None
     completion: int
     head: int
-    path: str | None = None  # a training path to run and show (engine/lm_paths.py)
+    path: str | None = None  # a training path to run and show (engine/lm_paths.py), a shared id
 
     def query(self) -> dict[str, str]:
         """The tiny LM's part of the URL (views/view_state.py's KindState), in URL order."""
@@ -52,7 +51,7 @@ class TokenQuery:
         if self.head:
             q["head"] = str(self.head)
         if self.path:
-            q["path"] = self.path
+            q[URL_KEY] = self.path
         return q
 
 
@@ -73,9 +72,12 @@ def read_token_query(query: Mapping[str, str]) -> TokenQuery:
     metric = query.get("metric") or None
     if metric is not None and metric not in METRICS:
         raise BadTokenView(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    path = query.get("path") or None
+    # ?process=r1-zero, as on every walkthrough; an old link's ?path=r1_zero is read the same way
+    # and redirected to the canonical URL by the page (its query differs from the state's)
+    path = query.get(URL_KEY) or next((query[k] for k in OLD_URL_KEYS if query.get(k)), None)
+    path = canonical_path_id(path) if path else None
     if path is not None and path not in PATH_IDS:
-        raise BadTokenView(f"path must be one of {', '.join(PATH_IDS)}, got {path!r}")
+        raise BadTokenView(f"{URL_KEY} must be one of {', '.join(PATH_IDS)}, got {path!r}")
     return TokenQuery(params, form, metric, _index(query.get("completion"), "completion"),
                       _index(query.get("head"), "head"), path)
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse
 
-from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS
+from app.domain.training_paths import PATH_IDS, canonical_path_id
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.views.token_screen import (
@@ -72,6 +72,9 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
     entry = find_loaded(cat, walkthrough_id)
     snapshot = entry.snapshot
     assert snapshot is not None
+    if canonical_path_id(path) != path and entry.kind == KIND_ID:  # an old id (r1_zero): its new URL
+        return RedirectResponse(URLS.lm_path(walkthrough_id, canonical_path_id(path), dict(request.query_params)),
+                                status_code=303)
     if path not in PATH_IDS or entry.kind != KIND_ID:
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
     q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)

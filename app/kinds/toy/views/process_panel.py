@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.domain.snapshot import Snapshot
+from app.domain.training_paths import PathChoice
 from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
 from app.kinds.toy.domain.rewards import role_rewards
 from app.kinds.toy.domain.toy_task import ROLE_LABELS
@@ -19,14 +20,6 @@ from app.views.numbers import significant
 from app.views.view_state import ViewState
 
 NO_PROCESS_TITLE = "GRPO walkthrough step (no training path)"
-
-
-@dataclass(frozen=True)
-class ProcessOption:
-    id: str
-    title: str
-    url: str
-    selected: bool
 
 
 @dataclass(frozen=True)
@@ -59,7 +52,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class ProcessPanel:
-    options: list[ProcessOption]
+    options: list[PathChoice]
     process: Process | None
     pipeline: Pipeline | None
     stage_links: tuple[StageLink, ...]
@@ -97,9 +90,9 @@ def stage_card(run: StageRun) -> StageCard:
 
 def build_process_panel(snapshot: Snapshot, state: ViewState, processes: ProcessCatalog) -> ProcessPanel:
     seed = state.kind.params.seed
-    options = [ProcessOption("", NO_PROCESS_TITLE, 
+    options = [PathChoice("", NO_PROCESS_TITLE, 
                                state.with_kind(process=None, stage=None).url(snapshot), state.kind.process is None)]
-    options += [ProcessOption(p.id, p.title, 
+    options += [PathChoice(p.id, p.title, 
                                state.with_kind(process=p.id, stage=None).url(snapshot), p.id == state.kind.process)
                 for p in processes.processes]
     process = drawn = card = compared = None
