@@ -17,11 +17,11 @@ from app.web.deps import CatalogDep, ComputeDep, DeviceDep, KindsDep, find_loade
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
 from app.web.kinds import KindRegistry
-from app.web.rendering import render, templates, wants_fragment
+from app.web.rendering import templates
+from app.web.step_pages import step_context, step_response
 
 router = APIRouter(include_in_schema=False)
 
-PAGE, VIEW = "pages/walkthrough.html", "partials/view.html"
 UPLOAD = "pages/upload.html"
 
 
@@ -90,11 +90,6 @@ def view_only_page(request: Request, walkthrough_id: str, step_id: str, entry: C
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_view_only_screen(snapshot, state)
-    context = {"screen": screen, "catalog": cat, "compare": None,
-               "switch": list_walkthroughs(cat.entries(), walkthrough_id)}
-    canonical = screen.url()
-    if not wants_fragment(request) and request.url.path != "/" and dict(query) != state.query(snapshot):
-        return RedirectResponse(canonical, status_code=303)
-    return render(request, PAGE, VIEW, context, headers={"HX-Push-Url": canonical} if wants_fragment(request) else None)
+    return step_response(request, screen, step_context(screen, cat))
 
 

@@ -19,13 +19,13 @@ from app.kinds.tiny_lm.views.token_screen import (
 )
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
-from app.views.walkthrough_list import list_walkthroughs
 from app.web.deps import CatalogDep, DeviceDep, find_loaded
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
-from app.web.rendering import render, wants_fragment
+from app.web.rendering import render
+from app.web.step_pages import refused_form, step_context, step_response
 
-PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "tiny_lm/token_form.html"
+FORM = "tiny_lm/token_form.html"
 PATHS = "tiny_lm/lm_path_panel.html"
 
 
@@ -43,20 +43,11 @@ def step_page(asked: StepRequest):
         screen = build_token_screen(snapshot, state, dev)
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
-    context = {"screen": screen, "catalog": cat, "compare": None,
-               "switch": list_walkthroughs(cat.entries(), walkthrough_id)}
+    context = step_context(screen, cat)
     if q.form is not None:
-        if wants_fragment(request):  # the previous view stays: only the form is swapped
-            return render(request, FORM, FORM, context, 422,
-                          {"HX-Retarget": "#token-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
-        return render(request, PAGE, VIEW, context, 422)
-    canonical = screen.url()
-    if not wants_fragment(request) and dict(query) != state.query(snapshot):
-        return RedirectResponse(canonical, status_code=303)
-    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else {}
-    if screen.token is not None and _running(screen.token.paths):
-        headers["Cache-Control"] = NO_STORE
-    return render(request, PAGE, VIEW, context, headers=headers or None)
+        return refused_form(request, FORM, "token-form", context)
+    running = screen.token is not None and _running(screen.token.paths)
+    return step_response(request, screen, context, {"Cache-Control": NO_STORE} if running else None)
 
 
 NO_STORE = "no-store"  # a page showing a run in progress changes: neither cache may keep it

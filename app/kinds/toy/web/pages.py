@@ -3,7 +3,6 @@ Thin: parsing and building live in views/ (view_state.py, screen.py, compare_vie
 from __future__ import annotations
 
 from pydantic import ValidationError
-from starlette.responses import RedirectResponse
 
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.views.compare_view import build_compare_view
@@ -11,12 +10,12 @@ from app.kinds.toy.views.form import FORM_FIELDS, ParamForm
 from app.kinds.toy.views.screen import build_screen
 from app.kinds.toy.views.view_state import parse_compare, parse_view
 from app.views.view_state import UnknownViewPart
-from app.views.walkthrough_list import list_walkthroughs
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
-from app.web.rendering import render, wants_fragment
+from app.web.rendering import render
+from app.web.step_pages import PAGE, VIEW, refused_form, step_context, step_response
 
-PAGE, VIEW, FORM = "pages/walkthrough.html", "partials/view.html", "toy/param_form.html"
+FORM = "toy/param_form.html"
 
 
 def _read_params(request) -> tuple[GRPOParams, ParamForm | None]:
@@ -42,19 +41,9 @@ def step_page(asked: StepRequest):
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_screen(snapshot, state, dev, invalid_form, processes)
-    context = {"screen": screen, "catalog": cat, "switch": list_walkthroughs(cat.entries(), walkthrough_id),
-               "compare": build_compare_view(screen, compare, dev)}
+    context = step_context(screen, cat, build_compare_view(screen, compare, dev))
     if invalid_form is not None:
-        if wants_fragment(request):
-            # The previous view stays: only the form is swapped, and the URL is not pushed.
-            return render(request, FORM, FORM, context, 422,
-                          {"HX-Retarget": "#param-form", "HX-Reswap": "outerHTML", "HX-Push-Url": "false"})
-        return render(request, PAGE, VIEW, context, 422)
+        return refused_form(request, FORM, "param-form", context)
     if compare.errors:  # the compare form names each refused vs_ parameter
         return render(request, PAGE, VIEW, context, 422)
-    canonical = screen.url()
-    if not wants_fragment(request) and request.url.path != "/" and \
-            dict(request.query_params) != state.query(snapshot):
-        return RedirectResponse(canonical, status_code=303)
-    headers = {"HX-Push-Url": canonical} if wants_fragment(request) else None
-    return render(request, PAGE, VIEW, context, headers=headers)
+    return step_response(request, screen, context)
