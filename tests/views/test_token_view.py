@@ -11,9 +11,10 @@ from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.kinds.tiny_lm.views.token_form import PRESET_FILLED, TokenForm
 from app.kinds.tiny_lm.views.token_screen import BadTokenView, read_token_query
-from app.kinds.tiny_lm.views.token_view import CLIP_METRICS, METRICS, STEP_METRIC, build_token_panel
+from app.kinds.tiny_lm.views.token_steps import STEP_METRIC, build_token_panel
 from app.views.meaning import node_meaning
 from app.views.numbers import readout
+from app.views.tokens.token_view import CLIP_METRICS, METRICS
 
 TINY = ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json"
 STEPS = ("sample", "rewards", "advantages", "ratio", "kl", "aggregation", "update")

@@ -15,6 +15,7 @@ from functools import lru_cache
 import torch
 
 from app.engine.grpo import conventions as conv
+from app.engine.grpo.token_records import AggregationRow, CompletionRecord, TensorSummary, TokenRecord
 from app.engine.grpo.token_step import token_grpo_step
 from app.engine.runtime.compute import cached_computation
 from app.engine.runtime.records import NodeRecord
@@ -26,13 +27,7 @@ from app.kinds.tiny_lm.engine.lm_sampling import Group, sample_group
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, TinyLMGRPO, build_tiny_lm_grpo
 from app.kinds.tiny_lm.engine.token_params import MAX_NEW_TOKENS, REWARD_CHOICES, TokenParams
-from app.kinds.tiny_lm.engine.token_records import (
-    AggregationRow,
-    CompletionRecord,
-    TensorSummary,
-    TokenRecord,
-    TokenStepResult,
-)
+from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 
 BASE_CHECKPOINT = pathlib.Path(__file__).resolve().parents[4] / "walkthroughs" / "models" / "tiny_lm_base.safetensors"
 AGGREGATIONS = ("sample_mean", "token_mean", "token_sum_norm")

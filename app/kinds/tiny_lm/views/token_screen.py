@@ -12,16 +12,18 @@ from pydantic import ValidationError
 
 from app.domain.snapshot import Snapshot
 from app.domain.training_paths import OLD_URL_KEYS, PATH_IDS, URL_KEY, canonical_path_id
+from app.engine.grpo.token_records import TensorSummary
 from app.kinds.tiny_lm.engine.path_jobs import PATH_JOBS
 from app.kinds.tiny_lm.engine.token_params import TokenParams
-from app.kinds.tiny_lm.engine.token_records import TensorSummary, TokenStepResult
+from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
 from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
-from app.kinds.tiny_lm.views.token_view import METRICS, TokenPanel, build_token_panel
+from app.kinds.tiny_lm.views.token_steps import build_token_panel
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
+from app.views.tokens.token_view import METRICS, TokenPanel
 from app.views.urls import URLS
 from app.views.view_state import ViewState
 

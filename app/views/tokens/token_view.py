@@ -1,17 +1,19 @@
-"""The tiny-LM walkthrough's token panel: each completion as its tokens, with one strip of
-numbers under them, chosen by the step (log-prob, ratio and clip, KL, gradient weight, the
-update's change), and the step's own table (rewards by part, aggregations, the update).
+"""The token view of any token-level GRPO group (the tiny LM's today, a recorded run's next):
+each completion as its tokens, with one strip of numbers under them, chosen by the step
+(log-prob, ratio and clip, KL, gradient weight, the update's change).
 
-Reads a finished TokenStepResult; computes nothing but layout (bar lengths, which
-completions to contrast), so every number on screen is the engine's.
+Reads a finished group (TokenGroup: its completions, app/engine/grpo/token_records.py); computes
+nothing but layout (bar lengths, which completions to contrast), so every number on screen is the
+engine's. The kind says which metric each of its steps shows first.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from app.kinds.tiny_lm.engine.token_records import CompletionRecord, TokenRecord, TokenStepResult
+from app.engine.grpo.token_records import CompletionRecord, TokenRecord
 from app.views.numbers import readout, significant
 
 
@@ -40,8 +42,6 @@ METRICS = {m.id: m for m in (
            "(positive: more likely).", lambda t, c: t.delta_logp),
 )}
 CLIP_METRICS = ("ratio", "grad", "delta")  # strips where a binding clip explains the number
-STEP_METRIC = {"sample": "logp_old", "rewards": "logp_old", "advantages": "advantage", "ratio": "ratio",
-               "kl": "kl", "aggregation": "grad", "update": "delta"}
 AGGREGATION_TITLES = {"sample_mean": "mean per completion, then over the group (GRPO paper)",
                       "token_mean": "mean over all tokens of the group (DAPO, TRL, verl)",
                       "token_sum_norm": "sum over tokens ÷ (G·max length) (Dr. GRPO)"}
@@ -86,7 +86,7 @@ class LengthContrast:
 
 @dataclass(frozen=True)
 class TokenPanel:
-    result: TokenStepResult
+    result: Any  # a TokenGroup, with whatever else its kind recorded (the templates read it)
     step_id: str
     metric: Metric
     rows: tuple[CompletionRow, ...]
@@ -128,7 +128,7 @@ def _scale(metric: Metric, values: list[float]) -> Callable[[float], float]:
     return (lambda v: 0.0) if top == 0 else (lambda v: moved(v) / top)
 
 
-def _contrast(result: TokenStepResult) -> LengthContrast | None:
+def _contrast(result: TokenGroup) -> LengthContrast | None:
     """The shortest and the longest completion with the same sign of advantage (prefer negative:
     a short wrong answer against a long wrong one), if their lengths differ."""
     for sign in (-1, 1):
@@ -154,8 +154,17 @@ def _contrast(result: TokenStepResult) -> LengthContrast | None:
     return None
 
 
-def build_token_panel(result: TokenStepResult, step_id: str, metric_id: str | None = None) -> TokenPanel:
-    metric = METRICS[metric_id or STEP_METRIC.get(step_id, "grad")]
+class TokenGroup(Protocol):
+    """What the token view reads of a kind's result: its completions, token by token."""
+    @property
+    def completions(self) -> tuple[CompletionRecord, ...]: ...
+
+
+def build_token_panel(result: TokenGroup, step_id: str, metric_id: str | None = None,
+                      default_metric: str = "grad") -> TokenPanel:
+    """The token strips under `metric_id`, else the step's own metric (`default_metric`, chosen by
+    the kind for its step)."""
+    metric = METRICS[metric_id or default_metric]
     values = [metric.value(t, c) for c in result.completions for t in c.tokens]
     scale = _scale(metric, values)
     rows = tuple(CompletionRow(i, c, tuple(
