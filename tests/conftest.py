@@ -7,16 +7,10 @@ from fastapi.testclient import TestClient
 # tests import their own helpers (grpo_reference, paths, snapshots) by module name
 sys.path.insert(0, str(Path(__file__).parent))
 
-from app.views import meaning  # noqa: E402
+# (importing the factory imports the kind registry, which gives the kinds' words for nodes and
+# their template folders to view-model tests that build no app)
 from app.web.factory import create_app  # noqa: E402  (after the path set-up above)
-from app.web.kinds import KINDS  # noqa: E402
-from app.web.rendering import add_template_dirs  # noqa: E402
 from app.web.settings import Settings  # noqa: E402
-
-# The kinds' words for nodes, as create_app installs them: view-model tests call node_meaning
-# without building an app.
-meaning.DESCRIBERS[:] = [k.describe for k in KINDS if k.describe is not None]
-add_template_dirs([k.templates for k in KINDS if k.templates is not None])  # templates rendered directly
 
 
 @pytest.fixture(scope="session")

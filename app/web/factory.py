@@ -14,7 +14,6 @@ from app.domain.catalog import Catalog
 from app.domain.uploads import UploadStore
 from app.engine.runtime.compute import LIMITER
 from app.engine.runtime.device import resolve_device, set_threads
-from app.views import meaning
 from app.web.errors import install_error_handlers
 from app.web.kind import Kind
 from app.web.kinds import KINDS, registry
@@ -62,7 +61,6 @@ def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) 
     app.state.catalog.uploads = UploadStore.open(settings.resolved_data_dir, settings.database_url,
                                                  quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
     app.state.catalog.uploads.classify = kind_registry.classify
-    meaning.DESCRIBERS[:] = [k.describe for k in kind_registry.kinds if k.describe is not None]
     add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])
     install_error_handlers(app, kind_registry.allowed_range)
     # Outermost last: HEAD served as GET (and 405s naming every method), security headers

@@ -12,11 +12,18 @@ from dataclasses import dataclass
 from app.domain.snapshot import Snapshot
 from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
 from app.kinds.toy.web.kind import KIND as TOY
+from app.views import meaning
 from app.web.kind import Kind
+from app.web.rendering import add_template_dirs
 
 # The tiny LM first: its words for nodes (the GRPO head's templates, shared with the toy's) are the
 # more specific; the two engines' matchers are exact, so their order does not matter.
 KINDS: tuple[Kind, ...] = (TINY_LM, TOY)
+
+# Every known kind's words for nodes, once: they describe graphs shaped like a kind's model (an
+# upload that no engine of this app runs still reads in them), whichever kinds an app serves.
+meaning.DESCRIBERS[:] = [k.describe for k in KINDS if k.describe is not None]
+add_template_dirs([k.templates for k in KINDS if k.templates is not None])
 
 
 @dataclass(frozen=True)
