@@ -13,6 +13,7 @@ from bs4 import BeautifulSoup
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from live_server import running_server
+from run_async import run_async
 
 from app.domain.snapshot import Snapshot
 from app.web.factory import create_app
@@ -125,7 +126,7 @@ def test_concurrent_distinct_tiny_lm_requests_get_prompt_503s_beyond_the_slots(t
                                           for i in range(64)))
 
     with running_server(tmp_path, env=env) as server:
-        answers = asyncio.run(burst(server.url))
+        answers = run_async(burst(server.url))  # Playwright's loop may be running (tests/run_async.py)
     statuses = [a.status_code for a in answers]
     assert set(statuses) <= {200, 503}, statuses
     busy = [a for a in answers if a.status_code == 503]
