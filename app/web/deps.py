@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot
 from app.domain.uploads import MAX_BYTES, UploadRejected
-from app.web.errors import NotFound
+from app.web.errors import NotFound, NotRunnable
 from app.web.executor import ComputeExecutor
 from app.web.schemas.errors import ValidationErrorBody, error
 
@@ -67,6 +67,19 @@ def find_snapshot(cat: Catalog, walkthrough_id: str) -> Snapshot:
     snapshot = find_loaded(cat, walkthrough_id).snapshot
     assert snapshot is not None
     return snapshot
+
+
+def find_run(cat: Catalog, walkthrough_id: str, kind_id: str, step: str | None, node: str | None,
+             refusal: str) -> Snapshot:
+    """The snapshot of a walkthrough that kind `kind_id` runs, its `step` and `node` checked: 404 for
+    what does not exist, then 409 with `refusal` when another kind (or none) runs it."""
+    entry = find_loaded(cat, walkthrough_id)
+    assert entry.snapshot is not None
+    check_step(entry.snapshot, step)
+    check_node(entry.snapshot, node)
+    if entry.kind != kind_id:
+        raise NotRunnable(refusal)
+    return entry.snapshot
 
 
 def check_step(snapshot: Snapshot, step_id: str | None) -> None:

@@ -15,11 +15,8 @@ from app.web.deps import (
     ComputeDep,
     DeviceDep,
     StrictQueryRoute,
-    check_node,
-    check_step,
-    find_loaded,
+    find_run,
 )
-from app.web.errors import NotRunnable
 from app.web.json_body import accepts_gzip, json_response
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, ValidationErrorBody, error
@@ -44,13 +41,8 @@ async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, dev
     log π after one optimiser step; the loss under each aggregation; per node a summary of its value
     and gradient (shape, min, max, mean, norms), or with `node` that node's full tensors."""
     gzip_ok = accepts_gzip(request)
-    entry = find_loaded(cat, walkthrough_id)
-    snapshot = entry.snapshot
-    assert snapshot is not None
-    check_step(snapshot, step)
-    check_node(snapshot, node)
-    if entry.kind != KIND_ID:
-        raise NotRunnable(f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")
+    find_run(cat, walkthrough_id, KIND_ID, step, node,
+             f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")
     return await compute.run(_tokens, walkthrough_id, params, dev, step, node, gzip_ok)
 
 

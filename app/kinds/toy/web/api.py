@@ -21,11 +21,8 @@ from app.web.deps import (
     ComputeDep,
     DeviceDep,
     StrictQueryRoute,
-    check_node,
-    check_step,
-    find_loaded,
+    find_run,
 )
-from app.web.errors import NotRunnable
 from app.web.json_body import accepts_gzip, json_response
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, ValidationErrorBody, error
@@ -66,13 +63,8 @@ async def get_tensors(
     stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
 ) -> Response:
     gzip_ok = accepts_gzip(request)
-    entry = find_loaded(cat, walkthrough_id)
-    snapshot = entry.snapshot
-    assert snapshot is not None
-    check_step(snapshot, step)
-    check_node(snapshot, node)
-    if entry.kind != KIND_ID:
-        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    snapshot = find_run(cat, walkthrough_id, KIND_ID, step, node,
+                        f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     if process is None:
         if stage is not None:
             raise RequestValidationError([{"loc": ("query", "stage"), "type": "value_error",
@@ -118,13 +110,8 @@ async def get_compare(
     rewards under the `vs_` conventions (side B: `vs_preset`, default deepseekmath, then any
     `vs_<convention>`), with every node's gradient change ‖∇a − ∇b‖ / ‖∇a‖."""
     gzip_ok = accepts_gzip(request)
-    entry = find_loaded(cat, walkthrough_id)
-    snapshot = entry.snapshot
-    assert snapshot is not None
-    check_step(snapshot, step)
-    check_node(snapshot, node)
-    if entry.kind != KIND_ID:
-        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    snapshot = find_run(cat, walkthrough_id, KIND_ID, step, node,
+                        f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     return await compute.run(_compare, walkthrough_id, snapshot, step, node, params, conventions_b, dev, gzip_ok)
 
 
