@@ -13,6 +13,7 @@ from bs4 import BeautifulSoup
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from live_server import running_server
+from reporting import report
 from run_async import run_async
 
 from app.domain.snapshot import Snapshot
@@ -114,7 +115,7 @@ def test_the_registry_takes_the_first_match_and_refuses_two_kinds_of_one_id():
 # -- one compute limit for every kind ---------------------------------------------------------
 
 @pytest.mark.slow
-def test_concurrent_distinct_tiny_lm_requests_get_prompt_503s_beyond_the_slots(tmp_path):
+def test_concurrent_distinct_tiny_lm_requests_get_prompt_503s_beyond_the_slots(tmp_path, request):
     """64 distinct tiny-LM parameter sets at once: each miss takes a compute slot (1 here, 2
     waiting), so beyond them the answer is a prompt 503 with Retry-After, as for the toy."""
     env = {"COMPUTE_SLOTS": "1", "COMPUTE_QUEUE": "2", "COMPUTE_WAIT_S": "1"}
@@ -128,6 +129,9 @@ def test_concurrent_distinct_tiny_lm_requests_get_prompt_503s_beyond_the_slots(t
     with running_server(tmp_path, env=env) as server:
         answers = run_async(burst(server.url))  # Playwright's loop may be running (tests/run_async.py)
     statuses = [a.status_code for a in answers]
+    slowest = max(a.elapsed.total_seconds() for a in answers if a.status_code == 503) if 503 in statuses else 0
+    report(request, f"tiny-LM burst: 64 distinct seeds, 1 slot + 2 waiting: {statuses.count(200)} computed, "
+                    f"{statuses.count(503)} refused (slowest refusal {slowest:.2f} s)")
     assert set(statuses) <= {200, 503}, statuses
     busy = [a for a in answers if a.status_code == 503]
     assert len(busy) >= 32, f"{statuses.count(200)} computed, {len(busy)} refused"  # 1 slot + 2 waiting
