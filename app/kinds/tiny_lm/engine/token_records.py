@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from app.engine.grpo.token_records import AggregationRow, CompletionRecord, TensorSummary
 from app.engine.runtime.records import NodeRecord
 from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.engine.update_parts import UpdatePart
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ class TokenStepResult:
     # (block, completion, head) -> the attention weights over the completion's real tokens
     attention_reader: Callable[[int, int, int], list[list[float]]] = field(
         repr=False, compare=False, default=lambda *_: [])
+    # per completion, per token: the KL term's part of ∂loss/∂log π (the rest is the surrogate's)
+    grad_kl: tuple[tuple[float, ...], ...] = ()
+    # per completion: its Σ Δ log π under the update on parts of the loss (engine/update_parts.py)
+    update_parts: tuple[UpdatePart, ...] = ()
 
     def node(self, node_id: str) -> NodeRecord:
         return self.node_reader(node_id)

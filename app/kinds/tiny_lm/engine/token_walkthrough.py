@@ -28,6 +28,7 @@ from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, TinyLMGRPO, build_tiny_lm_grpo
 from app.kinds.tiny_lm.engine.token_params import MAX_NEW_TOKENS, REWARD_CHOICES, TokenParams
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
+from app.kinds.tiny_lm.engine.update_parts import gradient_split, update_parts
 
 BASE_CHECKPOINT = pathlib.Path(__file__).resolve().parents[4] / "walkthroughs" / "models" / "tiny_lm_base.safetensors"
 AGGREGATIONS = ("sample_mean", "token_mean", "token_sum_norm")
@@ -52,7 +53,7 @@ def _rewards(params: TokenParams, prompt, group: Group) -> tuple[list, torch.Ten
 
 
 def _policy_after(base: TinyLM, group: Group, rewards: torch.Tensor, params: TokenParams,
-                  steps: int) -> tuple[TinyLM, torch.optim.Optimizer]:
+                  steps: int) -> tuple[TinyLM, torch.optim.AdamW]:
     """The policy after `steps` AdamW steps of the GRPO loss on this group (μ in DeepSeekMath's
     Algorithm 1), and its optimiser, whose next step is the walkthrough's "update"."""
     policy = copy.deepcopy(base).train()
@@ -165,6 +166,11 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
     # The same group under each aggregation, on the policy as recorded (before the update below).
     aggregations = _aggregation_rows(out["logp"], out["logp_old"].detach(), out["logp_ref"].detach(), rewards,
                                      group.mask, params, copy.deepcopy(policy), group)
+    logp_old, logp_ref = out["logp_old"].detach(), out["logp_ref"].detach()
+    _, grad_kl = gradient_split(out["logp"], logp_old, logp_ref, rewards, group.mask, params.conventions())
+    # Why each completion moved: the same update on parts of the loss (before the real one below).
+    parts_moved = update_parts(policy, optimiser, lambda m: _logp(m, group), logp_old, logp_ref, rewards,
+                               group.mask, params.conventions())
     # The update: the policy's next AdamW step on the same loss, then the same tokens scored again.
     optimiser.zero_grad()
     logp_before = _logp(policy, group)
@@ -180,7 +186,9 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
         params, device, prompt.text, tuple(VOCAB[int(i)] for i in group.ids[0, :group.prompt_length]),
         prompt.script, prompt.answer, REWARD_CHOICES[params.reward_parts], completions,
         float(out["objective"].detach()), float(out["loss"].detach()), policy_grad_norm, aggregations, summaries,
-        _reader(recording, summaries), _attention_reader(recording, group))
+        _reader(recording, summaries), _attention_reader(recording, group),
+        tuple(tuple(row[:c.length]) for row, c in zip(grad_kl.cpu().tolist(), completions, strict=True)),
+        parts_moved)
 
 
 def _completions(group: Group, parts, rewards, out, grad_logp, logp_after, weights_by_mode) -> tuple:
