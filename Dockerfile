@@ -27,6 +27,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /srv/grpo
 
+# Graphviz's `dot` lays out every graph (app/views/graph_dot.py); Debian's package, as `make run`
+# installs it. Bookworm's 2.42.2 (the slim image's release pins the version).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends graphviz \
+    && rm -rf /var/lib/apt/lists/*
+
 # Torch first, in its own layer: the project's loose `torch>=2.2` is then already satisfied
 # and pip never pulls a multi-GB CUDA build by accident (as the Makefile does). The version
 # is pinned by TORCH_SPEC, which hadolint cannot see through (DL3013).

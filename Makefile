@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint install install-test system-deps bench clean peers base-model
+.PHONY: run test lint install install-test system-deps run-deps bench clean peers base-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,10 +39,12 @@ install-test: $(VENV)/.test-stamp system-deps
 
 # Browser tests drive Debian's Chromium (Playwright's own download cannot work here);
 # the benchmark and its smoke test drive wrk; the upload-store tests start their own
-# throwaway PostgreSQL server from Debian's binaries (/usr/lib/postgresql/<version>/bin).
+# throwaway PostgreSQL server from Debian's binaries (/usr/lib/postgresql/<version>/bin);
+# the graph layout runs Graphviz's `dot` (Debian's graphviz; app/views/graph_dot.py).
 # One apt-get update, only if one is missing.
 system-deps:
 	@missing=""; \
+	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
@@ -51,7 +53,12 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	fi
 
-run: install
+# What the app itself needs from Debian: Graphviz's `dot`, which lays out every graph.
+run-deps:
+	@command -v dot >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends graphviz; }
+
+run: install run-deps
 	$(BIN)/python -m app --host $(HOST) --port $(PORT)
 
 # Style (ruff), types (mypy on domain, engine, views) and the layer contract (import-linter:
