@@ -8,7 +8,8 @@ rather than one per module:
 - `exact`: the whole float, for data-value attributes (repr: reads back the same);
 - `param`: a parameter as people type it and as it travels in URLs (1.0 -> "1");
 - `bound`: a parameter's bound in an "allowed" message;
-- `coordinate`: SVG geometry attributes (fixed 6 decimals, trailing zeros dropped).
+- `coordinate`: SVG geometry attributes (fixed 6 decimals, trailing zeros dropped);
+- `ratio`: a probability ratio, with digits enough to tell it from its clip bounds (1.2004, not 1.2).
 
 Texts for people use the Unicode minus (−); texts for machines (attributes, URLs) the ASCII one.
 """
@@ -76,3 +77,18 @@ def coordinate(value: float) -> str:
     """A number for SVG/HTML attributes: 308.5, 6, 1.25, -1770 (never '6.0' or '-0')."""
     text = f"{float(value):.6f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+def ratio(value: float) -> str:
+    """A probability ratio ρ, with digits enough to tell it from the clip bounds it is compared
+    with: 1.2004 is not 1.2. Four decimals, more while the text would still read as a round
+    two-decimal value the ratio is not (1.20000003 -> "1.20000003"); trailing zeros dropped, so
+    an exact 1 reads "1". Huge or tiny ratios (overflow guards) use `significant`."""
+    v = float(value)
+    if not math.isfinite(v) or v == 0 or not 1e-4 <= abs(v) < 1e6:
+        return significant(v, 4, strip=True)
+    digits = 4
+    while digits < 12 and round(v, 2) != v and float(f"{v:.{digits}f}") == round(v, 2):
+        digits += 1
+    text = f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    return _minus(text)

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from app.domain.snapshot import Snapshot, Step
+from app.views.glossary import Segment, annotate
 from app.views.graph import GraphView, build_graph_view
 from app.views.inspector import InspectorView, build_inspector
 from app.views.meaning import node_meaning
 from app.views.overview_layout import overview_positions
+from app.views.story import StepStory
 from app.views.urls import URLS
 from app.views.view_state import ViewState
 
@@ -40,6 +42,7 @@ class Screen:
     # "compare" the Compare panel (shown when the kind's page passes a `compare` view).
     parts: ClassVar[Mapping[str, str]] = {}
     runnable: ClassVar[bool] = False  # a kind's screen computes; a view-only one draws the file
+    stories: ClassVar[Mapping[str, StepStory]] = {}  # per step id: what it teaches (views/story.py)
     result: Any = None  # what the kind recorded for this view (None: nothing ran)
 
     @property
@@ -50,6 +53,31 @@ class Screen:
         view = self.step.view
         drawn = set(self.graph.node_ids)
         return [n for n in dict.fromkeys([*view.selected_node_ids, *view.expanded_module_ids]) if n in drawn]
+
+    @property
+    def story(self) -> StepStory | None:
+        return self.stories.get(self.step.id)
+
+    @property
+    def step_focus(self) -> str | None:
+        return self.story.focus if self.story else None
+
+    @property
+    def story_text(self) -> tuple[list[Segment], list[Segment]]:
+        """The step's point and the file's note, each term marked where the page first uses it."""
+        point, note = annotate([self.story.point if self.story else "", self.step.note])
+        return point, note
+
+    @property
+    def form_open(self) -> bool:
+        """"Change the numbers" starts open on a step about a parameter, or when the form was refused."""
+        form = getattr(self, "form", None)
+        return bool(self.story and self.story.form_open) or bool(getattr(form, "errors", None))
+
+    def next_walkthrough(self, others: Any) -> Any:
+        """Where the last step leads on: the first other walkthrough that loaded, if any."""
+        return next((w for w in others or () if not getattr(w, "current", False) and not getattr(w, "error", None)),
+                    None)
 
     @property
     def overview(self) -> bool:

@@ -30,6 +30,7 @@ class ListedWalkthrough:
     steps: int
     error: str | None
     current: bool
+    start_url: str = ""  # its first step: where the story starts (`url` opens the export's own opening view)
 
 
 def list_walkthroughs(entries: list[CatalogEntry], current: str | None = None) -> list[ListedWalkthrough]:
@@ -38,6 +39,7 @@ def list_walkthroughs(entries: list[CatalogEntry], current: str | None = None) -
     for e in sorted(entries, key=lambda e: (rank.get(e.id, len(ORDER)), e.id)):
         title, teaches = TEACHES.get(e.id, (None, None))
         own_title = e.snapshot.collaboration.walkthrough.title if e.snapshot else e.source
+        start = URLS.step(e.id, e.snapshot.steps[0].id) if e.snapshot and e.snapshot.steps else URLS.walkthrough(e.id)
         listed.append(ListedWalkthrough(e.id, title or own_title, teaches or own_title, URLS.walkthrough(e.id),
-                                        len(e.snapshot.steps) if e.snapshot else 0, e.error, e.id == current))
+                                        len(e.snapshot.steps) if e.snapshot else 0, e.error, e.id == current, start))
     return listed

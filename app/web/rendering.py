@@ -18,6 +18,7 @@ from app.web.settings import PROJECT_ROOT
 templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"))
 templates.env.filters["num"] = numbers.readout
 templates.env.filters["full"] = numbers.exact
+templates.env.filters["ratio"] = numbers.ratio
 templates.env.globals["urls"] = URLS  # a pure builder: the links templates write themselves
 
 

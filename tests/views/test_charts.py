@@ -484,7 +484,8 @@ def test_inspector_builds_the_charts_the_template_draws(run):
     assert [b.label for b in logp.probability_charts[0].bars] == [*names[:2], names[2] + " ✓", names[3]]
     adv = build_inspector(snapshot, "advantages", run).advantage_chart
     assert [b.advantage for b in adv.bars] == [s["advantage"] for s in run.samples]
-    assert [b.clip_active for b in adv.bars] == [s["clip_active"] for s in run.samples]
+    # no clip marks on the advantages: the clip is the clip chart's to show (issue 20)
+    assert [b.clip_active for b in adv.bars] == [False] * len(run.samples)
     assert all(f"({names[s['action']]})" in b.title for b, s in zip(adv.bars, run.samples, strict=True))
     clip = build_inspector(snapshot, "ratio", run).clip_chart
     assert clip == clip_plot(0.2, run.samples, logp.choice_labels)

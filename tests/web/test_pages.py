@@ -21,14 +21,30 @@ def soup(response):
     return BeautifulSoup(response.text, "html.parser")
 
 
-def test_home_is_the_opening_step_full_page(client):
+def test_home_starts_the_story_at_step_1(client):
+    """`/` says what GRPO is for and what the toy is, then starts at step 1; the export's own
+    opening view (step 2, advantages) is one link away (docs/design.md, "The story")."""
     r = client.get("/")
-    assert r.status_code == 200 and "HX-Request" in r.headers["vary"].split(", ")
+    assert r.status_code == 200
     page = soup(r)
+    intro = page.select_one(".home-intro").get_text(" ", strip=True)
+    assert "no second network" in intro and "baseline" in intro and "four possible answers" in intro
+    start = page.select_one("a#start")
+    assert start["href"] == "/walkthroughs/toy_grpo/steps/policy" and "step 1" in start.get_text()
+    assert page.select_one("a#export-opening")["href"] == "/walkthroughs/toy_grpo"
+    assert client.get("/walkthroughs/toy_grpo").headers["location"] == "/walkthroughs/toy_grpo/steps/advantages"
+    # the first use of a term opens its definition; the glossary lists every term
+    critic = page.select_one('.home-why button.term[popovertarget]')
+    assert critic is not None and page.select_one(f'#{critic["popovertarget"]}[popover]') is not None
+    from app.views.glossary import TERMS
+    assert len(page.select("#glossary dt")) == len(TERMS)
+
+
+def test_the_opening_step_page_is_the_exports_view(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/advantages"))
     assert page.select_one("html") and page.select_one("main #view .view-content")
     assert page.select_one("#step-title").get_text() == "Compare a completion’s reward with its group"
     assert page.select_one(".step-count").get_text() == "Step 2 of 4"
-    assert page.select_one("#camera")["transform"] == "translate(-1045 50) scale(1.25)"
     assert page.select_one('[data-node-id="advantages"]')["class"].count("selected") == 1
     assert page.select_one("#inspector")["aria-label"] == "Inspector"
 
@@ -149,7 +165,7 @@ def test_inspector_numbers_equal_the_api(client):
     grads = [float(c["data-value"]) for c in page.select('#inspector [data-tensor="grad"] .num')]
     assert values == api["nodes"]["python@clipped#0"]["values"]
     assert grads == api["nodes"]["python@clipped#0"]["grad"]
-    rows = page.select("#group-table tbody tr")
+    rows = page.select("#group-table-full tbody tr")  # every term (the story's table shows the clip step's)
     assert len(rows) == len(api["samples"])
     for row, sample in zip(rows, api["samples"], strict=True):
         cells = [float(c["data-value"]) for c in row.select(".num")]
@@ -220,14 +236,20 @@ def test_form_groups_every_field_with_its_explanation_and_range(client):
     form = page.select_one("form#param-form")
     assert form["method"] == "get" and form.select_one("#recompute") and form.select_one("#defaults")
     sampling, conventions = form.select_one("#group-sampling"), form.select_one("#group-conventions")
+    # the clip step's own numbers come first (app/kinds/toy/views/story.py), and nowhere else
+    step = form.select_one("#group-step")
+    assert step.legend.get_text() == "This step’s numbers"
+    firsts = ["clip_epsilon", "clip_epsilon_high", "dual_clip"]
+    assert [f["name"] for f in step.select("input, select")] == firsts
     assert sampling.legend.get_text() == "Sampling and history"
     assert conventions.legend.get_text() == "Loss conventions (preset: DeepSeekMath paper)"
     assert [f["name"] for f in sampling.select("input, select")] == [f.name for f in SAMPLING_SPECS]
-    assert [f["name"] for f in conventions.select("input, select")] == [f.name for f in CONVENTION_SPECS]
+    assert [f["name"] for f in conventions.select("input, select")] == [f.name for f in CONVENTION_SPECS
+                                                                      if f.name not in firsts]
     more = conventions.select_one("details#more-conventions")
     assert more is not None and not more.has_attr("open")  # nothing differs from the preset: folded
-    assert {"p-clip_epsilon", "p-beta", "p-preset"} <= {f["id"] for f in conventions.select("input, select")
-                                                         if f.find_parent("details") is None}
+    assert {"p-beta", "p-preset"} <= {f["id"] for f in conventions.select("input, select")
+                                       if f.find_parent("details", class_="more-conventions") is None}
     for spec in FIELDS:
         field = form.select_one(f"#p-{spec.name}")
         assert field is not None and field["name"] == spec.name, spec.name
@@ -268,15 +290,17 @@ def test_a_changed_convention_unfolds_its_group_and_is_marked(client):
     ("preset=openrlhf", "preset", "dapo"),
 ])
 def test_a_refused_convention_is_named_next_to_its_field(client, query, name, text):
-    r = client.get(f"/walkthroughs/toy_grpo/steps/clip?{query}")
+    # the policy step: none of these is among its own first fields, so each sits in its group
+    r = client.get(f"/walkthroughs/toy_grpo/steps/policy?{query}")
     assert r.status_code == 422
     page = soup(r)
     field = page.select_one(f"#p-{name}")
     assert field["aria-invalid"] == "true" and f"e-{name}" in field["aria-describedby"].split()
     error = page.select_one(f"#e-{name}")
     assert text in error.get_text() and error.find_parent("div", class_="field") is field.find_parent("div")
-    if field.find_parent("details") is not None:  # a refusal inside the fold unfolds it
+    if field.find_parent("details", class_="more-conventions") is not None:  # a refusal inside the fold unfolds it
         assert page.select_one("details#more-conventions").has_attr("open")
+    assert page.select_one("details#change-numbers").has_attr("open")  # and "Change the numbers" opens
     fragment = client.get(f"/walkthroughs/toy_grpo/steps/clip?{query}", headers=HX)
     assert fragment.status_code == 422 and soup(fragment).select_one(f"#e-{name}")
 

@@ -98,8 +98,10 @@ def test_metric_tab_is_marked_current(client):
     page = soup(client.get(f"{BASE}/steps/sample?metric=ratio"))
     current = page.select('.metric-tab[aria-current="true"]')
     assert [a.get_text(strip=True) for a in current] == ["ratio ρ"]
-    default = soup(client.get(f"{BASE}/steps/sample"))
-    assert [a.get_text(strip=True) for a in default.select('.metric-tab[aria-current="true"]')] == ["log π_old"]
+    default = soup(client.get(f"{BASE}/steps/update"))
+    assert [a.get_text(strip=True) for a in default.select('.metric-tab[aria-current="true"]')] == ["Δ log π"]
+    # the first step has introduced one strip only: nothing to switch to (issue 20)
+    assert soup(client.get(f"{BASE}/steps/sample")).select(".metric-tab") == []
 
 
 def test_update_step_selects_the_softmax_by_default(client):
@@ -172,17 +174,25 @@ def test_token_aria_label_has_its_ratio(client):
     assert first["tabindex"] == "0"
 
 
-def test_home_still_shows_toy_grpo_and_the_switch(client):
-    page = soup(client.get("/"))
+def test_the_switch_starts_each_walkthrough_at_step_1(client):
+    page = soup(client.get("/walkthroughs/toy_grpo/steps/advantages"))
     assert page.select_one("#token-panel") is None
-    assert page.select_one("#step-title").get_text() == "Compare a completion’s reward with its group"
     assert page.select_one('.graph [data-node-id="advantages"]') is not None
     switch = page.select_one("nav.walkthrough-switch")
     hrefs = [a["href"] for a in switch.select("a")]
-    assert "/walkthroughs/toy_grpo" in hrefs and "/walkthroughs/tiny_lm_grpo" in hrefs
-    assert switch.select_one('a[aria-current="page"]')["href"] == "/walkthroughs/toy_grpo"
+    assert "/walkthroughs/toy_grpo/steps/policy" in hrefs and f"{BASE}/steps/sample" in hrefs
+    assert switch.select_one('a[aria-current="page"]')["href"] == "/walkthroughs/toy_grpo/steps/policy"
     tiny = soup(client.get(f"{BASE}/steps/sample")).select_one("nav.walkthrough-switch a[aria-current='page']")
-    assert tiny["href"] == BASE
+    assert tiny["href"] == f"{BASE}/steps/sample"
+
+
+def test_the_last_step_leads_on_to_the_other_walkthrough(client):
+    last = soup(client.get("/walkthroughs/toy_grpo/steps/reference"))
+    nxt = last.select_one("a#next-step")
+    assert nxt["href"] == f"{BASE}/steps/sample" and "Next:" in nxt.get_text()
+    assert last.select_one("#leads-on a[href='#process-panel']") is not None
+    back = soup(client.get(f"{BASE}/steps/update")).select_one("a#next-step")
+    assert back["href"] == "/walkthroughs/toy_grpo/steps/policy"
 
 
 def test_walkthroughs_page_lists_both_with_sentences(client):

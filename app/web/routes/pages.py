@@ -9,6 +9,7 @@ from starlette.responses import RedirectResponse
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.uploads import UploadRejected
+from app.views.home import build_home
 from app.views.screen import build_view_only_screen
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
@@ -32,8 +33,8 @@ async def home(request: Request, cat: CatalogDep, dev: DeviceDep, kinds: KindsDe
             "status": 503, "title": "No walkthrough loaded",
             "message": "No walkthrough file in the walkthroughs folder could be loaded.",
             "entries": cat.entries()}, status_code=503)
-    snapshot = cat.snapshot(cat.default_id)
-    return await compute.run(step_work, request, cat.default_id, snapshot.opening_step_id, cat, dev, kinds)
+    entry = find_loaded(cat, cat.default_id)
+    return templates.TemplateResponse(request, "pages/home.html", {"home": build_home(entry, cat.entries())})
 
 
 @router.get("/walkthroughs")

@@ -64,8 +64,10 @@ def _charts(node_id: str, record: NodeRecord | None, result: StepResult | None,
             for row in values)
     if has_values and node_id == "advantages":
         samples = result.samples
+        # No clip marks here: the clip is the clip chart's to show, and a clipped answer's
+        # advantage is what it is (marking it here contradicted the bars before the clip step).
         charts["advantage_chart"] = advantage_bars([s["advantage"] for s in samples], [s["reward"] for s in samples],
-                                                   [s["clip_active"] for s in samples], labels)
+                                                   None, labels)
     if result.kind == "grpo" and (node_id in CLIP_NODES or step_id == "clip"):
         charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples, labels,
                                          epsilon_high=result.params.clip_epsilon_high)
@@ -80,8 +82,10 @@ def _sample_lines(snapshot: Snapshot, node_id: str, result: StepResult | None, l
     lines: dict = {}
     filled = [(i, s, filled_formula(snapshot, node_id, result, i)) for i, s in shown]
     if all(text is not None for *_, text in filled):
-        lines["filled"] = tuple(FilledLine(i, s["action"], text or "", bool(s["clip_active"]),
-                                           bool(s.get("dual_clip_hit")))
+        # ✂ only on the lines of the clip's own nodes: a KL or advantage line is not clipped.
+        clip_node = node_id in CLIP_NODES
+        lines["filled"] = tuple(FilledLine(i, s["action"], text or "", clip_node and bool(s["clip_active"]),
+                                           clip_node and bool(s.get("dual_clip_hit")))
                                 for i, s, text in filled)
     if node_id == "advantages":
         lines["reward_inputs"] = tuple(RewardInput(i, s["action"], labels[i], s["reward"]) for i, s in shown)

@@ -12,7 +12,7 @@ from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.views.meaning import choice_label
 from app.views import convention_text as ct
-from app.views.numbers import param
+from app.views.numbers import param, readout
 
 MAX_ROWS = 64  # the JSON API has them all
 
@@ -31,6 +31,7 @@ class Cell:
     value: float | None = None  # a number, drawn by the num() macro
     text: str = ""  # words after (or instead of) the number
     mark: str = ""  # the class of those words: clip-mark, saturated, clamp-mark
+    fmt: str = "num"  # how the number reads: "num" (4 significant digits) or "ratio" (1.2004, not 1.2)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Row:
     index: int
     action: int
     choice: str  # "2 · readable correct"
+    choice_note: str  # where the label and the reward seem to disagree, why they do not ("" otherwise)
     clip_active: bool
     cells: tuple[Cell, ...]
 
@@ -80,6 +82,21 @@ def columns(c: Conventions) -> tuple[Column, ...]:
     return tuple(cols)
 
 
+# When each column enters the toy's story (app/kinds/toy/views/story.py): the rewards and the
+# advantages at `advantages`, the ratio and the clip at `clip`, the KL term and the whole
+# objective at `reference`. A step outside the story (or none) shows every column.
+STAGES = ("policy", "advantages", "clip", "reference")
+COLUMN_STAGE = {"reward": "advantages", "advantage": "advantages",
+                "ratio": "clip", "clipped": "clip", "ratio_grad": "clip", "clip": "clip", "clamps": "clip"}
+
+
+def revealed(cols: tuple[Column, ...], upto: str | None) -> tuple[Column, ...]:
+    if upto not in STAGES:
+        return cols
+    stage = STAGES.index(upto)
+    return tuple(c for c in cols if STAGES.index(COLUMN_STAGE.get(c.key, "reference")) <= stage)
+
+
 def _clamps(sample: dict) -> str:
     hits = [word for key, word in (("ratio_clamped", "ρ"), ("kl_log_ratio_clamped", "KL Δ"), ("kl_clamped", "KL"))
             if sample.get(key)]
@@ -102,6 +119,8 @@ def _cell(key: str, sample: dict) -> Cell:
             return Cell(grad, "(saturated)", "saturated")
         return Cell(grad, "(KL × ρ only)", "saturated")  # the clip is flat; the KL term's ρ still pulls
     value = sample.get(key)
+    if key == "ratio" and isinstance(value, float):
+        return Cell(value, fmt="ratio")
     return Cell(value if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
                 "" if value is not None else "n/a")
 
@@ -114,15 +133,37 @@ def caption(c: Conventions) -> str:
             "Point at or focus a row to find its sample in the charts and formulas.")
 
 
-def build_sample_table(result: StepResult | None) -> SampleTable | None:
-    """The table of a GRPO step (a walkthrough step or a path's GRPO stage); None otherwise."""
+RIGHT_ANSWER = ("correct", "mixed")  # roles whose final answer is right (app/kinds/toy/domain/toy_task.py)
+
+
+def choice_note(role: str, reward: float, rewards: list[float]) -> str:
+    """Why a label and its reward can read as a contradiction: a right answer the rule does not
+    pay as much as another answer, or a wrong one it still pays for its format."""
+    top = max(rewards)
+    if role in RIGHT_ANSWER and reward < top:
+        return f"right answer, but this rule pays it {readout(reward)}, not {readout(top)}"
+    if role not in RIGHT_ANSWER and reward > min(rewards):
+        return f"no right answer, yet this rule pays it {readout(reward)}"
+    return ""
+
+
+def build_sample_table(result: StepResult | None, upto: str | None = None) -> SampleTable | None:
+    """The table of a GRPO step (a walkthrough step or a path's GRPO stage); None otherwise.
+    `upto`: a toy step id; only the columns the story has introduced by then show."""
     if result is None or result.kind != "grpo":
         return None
     c = result.params.conventions()
-    cols = columns(c)
+    cols = revealed(columns(c), upto)
+    rewards = [float(s["reward"]) for s in result.samples] or [0.0]
     rows = tuple(
         Row(i, s["action"], choice_label(result.prompt, s["action"]) if isinstance(s.get("action"), int) else "?",
-            bool(s.get("clip_active")), tuple(_cell(col.key, s) for col in cols))
+            choice_note(result.prompt.role(s["action"]), float(s["reward"]), rewards)
+            if isinstance(s.get("action"), int) and (upto is None or "reward" in {col.key for col in cols}) else "",
+            bool(s.get("clip_active")) and "clip" in {col.key for col in cols},
+            tuple(_cell(col.key, s) for col in cols))
         for i, s in enumerate(result.samples[:MAX_ROWS]))
-    return SampleTable(cols, rows, len(result.samples), caption(c), ct.conventions_line(result.params),
+    has_clip = any(col.key == "clip" for col in cols)
+    text = caption(c) if has_clip else ("One row per answer of the group. Point at or focus a row to find it "
+                                         "in the chart.")
+    return SampleTable(cols, rows, len(result.samples), text, ct.conventions_line(result.params),
                        ct.in_force(c, len(result.samples)))

@@ -16,6 +16,7 @@ from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
 from app.kinds.toy.views.inspector import build_toy_inspector
 from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
 from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
+from app.kinds.toy.views.story import STORIES, StoryFigure, build_story_figure
 from app.kinds.toy.views.view_state import ToyState, view_for_step
 from app.views.numbers import readout
 from app.views.screen import GraphAnnotation, Screen, build_graph
@@ -31,9 +32,16 @@ class ToyScreen(Screen):
     panel: ProcessPanel | None = None
     stage_params_note: str = STAGE_PARAMS_NOTE
 
-    parts: ClassVar = {"panels": "toy/panels.html", "node_extra": "toy/compare_node.html",
-                       "inspector_tail": "toy/inspector_group.html", "compare": "toy/compare_panel.html"}
+    parts: ClassVar = {"focus": "toy/story_figure.html", "form": "toy/param_form.html", "panels": "toy/panels.html",
+                       "node_extra": "toy/compare_node.html", "inspector_tail": "toy/inspector_group.html",
+                       "compare": "toy/compare_panel.html"}
     runnable: ClassVar[bool] = True
+    stories: ClassVar = STORIES
+
+    @property
+    def story_figure(self) -> StoryFigure | None:
+        """The step's focus figure: the group, revealed as far as the story has come."""
+        return build_story_figure(self.result, self.state.step_id)
 
     @property
     def own(self) -> ToyState:

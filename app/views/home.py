@@ -1,0 +1,55 @@
+"""The start of the story (`/`): what GRPO is for and what the first walkthrough's toy is, in a
+few sentences, then a clear start at its step 1 (docs/design.md, "The story"). The export's
+own opening view (ToyGRPO opens on `advantages`) stays one link away: /walkthroughs/{id}."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.catalog import CatalogEntry
+from app.views.glossary import TERMS, Segment, Term, annotate
+from app.views.urls import URLS
+from app.views.walkthrough_list import ListedWalkthrough, list_walkthroughs
+
+WHY = ("DeepSeek-R1 learned to reason by reinforcement learning with GRPO: for each prompt the model writes a "
+       "group of answers, a rule gives each a reward, and each answer is made more or less likely by how it "
+       "scored against the rest of its group. There is no critic, no second network guessing how good an "
+       "answer is: the group's mean is the baseline.")
+TOY = ("The first walkthrough is a toy you can hold in your head: six prompts, four possible answers to each "
+       "(readable and right; right but in mixed languages; right but ignoring the answer format; wrong), and "
+       "a policy that gives each answer a probability. Every number on these pages is computed by PyTorch on "
+       "this server, for the numbers you choose.")
+
+
+@dataclass(frozen=True)
+class StepLink:
+    number: int
+    title: str
+    url: str
+    opening: bool  # the export's own opening view
+
+
+@dataclass(frozen=True)
+class Home:
+    why: list[Segment]
+    toy: list[Segment]
+    first: ListedWalkthrough
+    start_url: str
+    opening_url: str      # the export's opening view
+    opening_number: int   # its step number (1-based)
+    steps: tuple[StepLink, ...]
+    others: tuple[ListedWalkthrough, ...]
+    glossary: tuple[Term, ...] = TERMS
+
+
+def build_home(entry: CatalogEntry, entries: list[CatalogEntry]) -> Home:
+    snapshot = entry.snapshot
+    assert snapshot is not None, "the default walkthrough is a loaded one"
+    listed = list_walkthroughs(entries, entry.id)
+    first = next(w for w in listed if w.id == entry.id)
+    opening = snapshot.opening_step_id
+    steps = tuple(StepLink(i + 1, s.title, URLS.step(entry.id, s.id), s.id == opening)
+                  for i, s in enumerate(snapshot.steps))
+    why, toy = annotate([WHY, TOY], prefix="home")
+    return Home(why, toy, first, steps[0].url, URLS.walkthrough(entry.id),
+                next(s.number for s in steps if s.opening), steps,
+                tuple(w for w in listed if w.id != entry.id and not w.error))
