@@ -1,36 +1,42 @@
 """Graph view model: what one view draws, given its expanded modules.
 
-The drawn nodes with their boxes, the folded edges and the step's camera
-(docs/design.md §2); geometry is in graph_layout. Knows the snapshot format,
-nothing of the web layer.
+The drawn nodes with boxes sized to their text, the folded edges routed by Graphviz dot
+(graph_dot), and a camera framing the view's nodes (docs/design.md §2, "Graph layout").
+Knows the snapshot format, nothing of the web layer.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.domain.snapshot import Node, Snapshot
-from app.views.graph_layout import PADDING, DrawnEdge, ancestors, fold_edges, layout, visible_node_ids
+from app.views.graph_dot import LayoutCluster, LayoutNode, dot_layout
+from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, PADDING, DrawnEdge, ancestors, fold_edges, visible_node_ids
 from app.views.meaning import node_meaning
 from app.views.numbers import coordinate as fmt
 
 DEFAULT_VIEWPORT = (1100.0, 700.0)
 
 
-LABEL_CHAR_PX = 7.6     # a 13px bold label character, on average (measured in Chromium: 7.2-7.8)
+LABEL_CHAR_PX = 8.0     # a 13px bold label character, with room to spare (measured in Chromium: 7.2-7.8)
+MONO_CHAR_PX = 7.0      # an 11px monospace character (DejaVu Sans Mono: 6.6)
+LABEL_WRAP = 220.0      # a display name longer than this breaks into two lines
+TEXT_INSET = 10.0       # text starts this far inside a box, and keeps as much clear on the right
+TOGGLE_ROOM = 30.0      # the ± at a module's top right
+STEP_ZOOM = 1.25        # the closest a fitted camera comes (the seed's cameras' zoom)
+READABLE_ZOOM = 1.0     # the farthest: node detail text is 11 world units, so 11 px on screen
 
 
 @dataclass(frozen=True)
 class LabelLine:
     text: str
-    squeeze: float | None     # textLength to fit the box, where the line would overrun it
 
 
 def wrap_label(text: str, room: float) -> tuple[LabelLine, ...]:
     """A display name in one line if it fits `room` world units, else the two-line split with
-    the shorter longer line (breaking at a space, or after a hyphen when that is better); a
-    line that still overruns is squeezed (textLength) rather than cut."""
+    the shorter longer line (breaking at a space, or after a hyphen when that is better). The
+    box is then sized to the longer line: nothing is squeezed or cut."""
     text = " ".join(text.split())
     per_line = max(1, int(room // LABEL_CHAR_PX))
     if len(text) <= per_line:
@@ -44,7 +50,7 @@ def wrap_label(text: str, room: float) -> tuple[LabelLine, ...]:
             lines = [text[:end], text[start:]]
         else:
             lines = [text]
-    return tuple(LabelLine(line, room if len(line) * LABEL_CHAR_PX > room else None) for line in lines)
+    return tuple(LabelLine(line) for line in lines)
 
 
 def shape_text(shape: Sequence[int] | None) -> str:
@@ -74,6 +80,7 @@ class DrawnNode:
     shape: tuple[int, ...] | None
     declared_shape: str | None
     shape_warning: str | None
+    lines: tuple[LabelLine, ...] = ()   # the display name as drawn (wrapped when long)
 
     @property
     def short_label(self) -> str:
@@ -84,18 +91,8 @@ class DrawnNode:
         return self.label
 
     @property
-    def label_room(self) -> float:
-        """Width for text inside the box: less the ± where there is one."""
-        return self.width - (44 if self.has_toggle else 20)
-
-    @property
     def label_lines(self) -> tuple[LabelLine, ...]:
-        return wrap_label(self.display_name, self.label_room)
-
-    @property
-    def id_squeeze(self) -> float | None:
-        """The raw id line (11px monospace, about 6.7 px a character) squeezed to the room."""
-        return self.label_room if len(self.short_label) * 6.7 > self.label_room else None
+        return self.lines
 
     @property
     def has_toggle(self) -> bool:
@@ -132,7 +129,11 @@ class GraphView:
     viewport_width: float
     viewport_height: float
     bounds: tuple[float, float, float, float]  # min_x, min_y, max_x, max_y (world)
-    fit_all: bool = False     # the overview: the browser fits every box, not the saved camera
+    fit_all: bool = False     # the overview: the browser fits every box
+    framed_ids: tuple[str, ...] = ()   # what the camera must show whole (the step's own nodes)
+    context_ids: tuple[str, ...] = ()  # framed plus their direct neighbours, shown when they fit
+    layout_key: str = ""      # changes exactly when the boxes move (another set of open modules)
+    layout_seconds: float = 0.0        # what dot took for this view (0: cached)
     _index: dict[str, DrawnNode] = field(init=False, repr=False, compare=False)
 
     # Templates receive only the view; these keep number formatting in one place.
@@ -176,57 +177,148 @@ def _shape_warning(node: Node, declared: str | None, traced: tuple[int, ...] | N
 
 # -- building ---------------------------------------------------------------------
 
-def _camera(camera: Any, bounds: tuple[float, float, float, float],
-            viewport: tuple[float, float]) -> Camera:
-    if isinstance(camera, Camera):
-        return camera
-    if camera is not None:  # the snapshot's Camera model, or anything with x, y, z
-        return Camera(float(camera.x), float(camera.y), float(camera.z))
-    # No camera: fit every box in the viewport, centred, never enlarged past 1:1.
+def _union(boxes: Iterable[tuple[float, float, float, float]]) -> tuple[float, float, float, float] | None:
+    boxes = list(boxes)
+    if not boxes:
+        return None
+    x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    x1, y1 = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
+    return x0, y0, x1 - x0, y1 - y0
+
+
+def fit_camera(need: Sequence[tuple[float, float, float, float]], context: Sequence[tuple[float, float, float, float]],
+               frame: tuple[float, float], margin: float = PADDING) -> Camera:
+    """The camera rule of static/js/camera.js (`GRPOCamera.fit`), for the page without script:
+    the context (the step's nodes and their neighbours) centred at the largest zoom up to
+    STEP_ZOOM that holds it; where it only fits farther out than READABLE_ZOOM, zoom
+    READABLE_ZOOM, centred on the context, moved the least that keeps the needed boxes whole
+    (their top-left when even they do not fit)."""
+    fw, fh = frame
+    ctx = _union(context) or _union(need)
+    if ctx is None:
+        return Camera(0.0, 0.0, 1.0)
+    room_w, room_h = max(fw - 2 * margin, 1.0), max(fh - 2 * margin, 1.0)
+    z = min(STEP_ZOOM, room_w / max(ctx[2], 1.0), room_h / max(ctx[3], 1.0))
+    z = max(z, READABLE_ZOOM)
+    x = fw / 2 - (ctx[0] + ctx[2] / 2) * z
+    y = fh / 2 - (ctx[1] + ctx[3] / 2) * z
+    box = _union(need)
+    if box is not None:
+        x += _shift(box[0] * z + x, (box[0] + box[2]) * z + x, margin, fw - margin)
+        y += _shift(box[1] * z + y, (box[1] + box[3]) * z + y, margin, fh - margin)
+    return Camera(round(x, 2), round(y, 2), round(z, 4))
+
+
+def _shift(lo: float, hi: float, low: float, high: float) -> float:
+    if hi - lo > high - low or lo < low:
+        return low - lo
+    return high - hi if hi > high else 0.0
+
+
+# -- sizing ----------------------------------------------------------------------
+
+def _text_box(display_name: str, short_label: str, shape: str, members: str | None,
+              has_toggle: bool) -> tuple[tuple[LabelLine, ...], float, float]:
+    """(label lines, width, height) of a box that holds its text at its CSS size: the name in
+    one or two 13px lines, then the id (and, for two lines, the shape) at 11px monospace."""
+    lines = wrap_label(display_name, LABEL_WRAP)
+    two = len(lines) > 1
+    id_line = short_label + (f" · {shape}" if two and shape else "")
+    # Not traced here (the page may still show a recorded shape): room for a 3-d one, "(2, 17, 32)".
+    shape = shape or "(00, 00, 00)"
+    detail = "" if two else shape + (" · " + members if members else "")
+    text_w = max([len(line.text) * LABEL_CHAR_PX for line in lines]
+                 + [len(id_line) * MONO_CHAR_PX, len(detail) * MONO_CHAR_PX])
+    width = max(float(NODE_WIDTH), float(round(text_w + 2 * TEXT_INSET + (TOGGLE_ROOM if has_toggle else 0))))
+    return lines, width, float(NODE_HEIGHT)
+
+
+def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iterable[str], *,
+                     framed: Iterable[str] = (), viewport: tuple[float, float] | None = None,
+                     shapes: Mapping[str, Sequence[int]] | None = None) -> GraphView:
+    """The drawn graph of one view, laid out by dot. Unknown ids in ``expanded``/``selected``/
+    ``framed`` are ignored (the routes validate them); ``shapes`` (traced, per node id) feed the
+    shape line and its warning; ``framed`` (default: the selection) is what the camera shows
+    whole, with its direct neighbours when they fit. The export's saved positions and cameras
+    belong to its author's layout, which dot replaces (docs/design.md §2, "Graph layout")."""
+    expanded = list(expanded)
+    visible = visible_node_ids(snapshot, expanded)
+    visible_set = set(visible)
+    open_ids = {m for m in expanded if m in snapshot.node_map and snapshot.node(m).is_module}
+    chosen = set(selected)
+    containers = {nid for nid in visible if nid in open_ids
+                  and any(m in visible_set for m in snapshot.node(nid).members)}
+
+    sized: dict[str, tuple[tuple[LabelLine, ...], float, float]] = {}
+    traced_of: dict[str, tuple[int, ...] | None] = {}
+    for nid in visible:
+        node = snapshot.node(nid)
+        traced = tuple(int(d) for d in shapes[nid]) if shapes and nid in shapes else None
+        traced_of[nid] = traced
+        members = len(node.members)
+        short = _short_label(nid, node.parent_id)
+        sized[nid] = _text_box(node_meaning(snapshot, nid).display_name, short, shape_text(traced),
+                               (f"{members} member" + ("" if members == 1 else "s")) if node.is_module else None,
+                               node.is_module and members > 0)
+
+    folded = fold_edges(snapshot, visible_set, containers)
+    layout_nodes = [LayoutNode(nid, sized[nid][1], sized[nid][2], snapshot.node(nid).parent_id)
+                    for nid in visible if nid not in containers]
+    clusters = [LayoutCluster(nid, snapshot.node(nid).parent_id, sized[nid][1], sized[nid][2] - 8)
+                for nid in visible if nid in containers]
+    laid = dot_layout(layout_nodes, clusters, [(e.source, e.target) for e in folded])
+
+    drawn: list[DrawnNode] = []
+    for nid in visible:
+        node = snapshot.node(nid)
+        declared = _declared_shape(node)
+        x, y, w, h = laid.boxes[nid]
+        drawn.append(DrawnNode(
+            id=nid, kind=node.kind, op=node.op, label=nid, display_name=node_meaning(snapshot, nid).display_name,
+            x=x, y=y, width=w, height=h,
+            is_module=node.is_module, expanded=nid in open_ids, member_count=len(node.members),
+            parent_id=node.parent_id, depth=len(ancestors(snapshot, nid)), selected=nid in chosen,
+            shape=traced_of[nid], declared_shape=declared,
+            shape_warning=_shape_warning(node, declared, traced_of[nid]), lines=sized[nid][0]))
+    # Containers behind everything, outer behind inner; otherwise file order (stable sort).
+    drawn.sort(key=lambda n: (0, n.depth) if n.is_container else (1, 0))
+
+    edges = [DrawnEdge(id=f"{e.source}->{e.target}", source=e.source, target=e.target,
+                       path=laid.paths.get((e.source, e.target), ""), edge_ids=e.edge_ids) for e in folded]
+    bounds = ((min(n.x for n in drawn), min(n.y for n in drawn),
+               max(n.x + n.width for n in drawn), max(n.y + n.height for n in drawn))
+              if drawn else (0.0, 0.0, 0.0, 0.0))
+    framed_ids = tuple(n for n in dict.fromkeys([*framed, *selected]) if n in visible_set)
+    context = set(framed_ids)
+    for e in edges:
+        if e.source in framed_ids:
+            context.add(e.target)
+        if e.target in framed_ids:
+            context.add(e.source)
+    context_ids = tuple(n for n in visible if n in context)
+    vw, vh = viewport if viewport is not None else DEFAULT_VIEWPORT
+    camera = fit_camera([laid.boxes[n] for n in framed_ids], [laid.boxes[n] for n in context_ids], (vw, vh))
+    if not framed_ids:
+        camera = _fit_all(bounds, (vw, vh))
+    key = hashlib.sha256(repr((sorted(containers), [(n, laid.boxes[n]) for n in visible])).encode()).hexdigest()[:12]
+    return GraphView(nodes=drawn, edges=edges, camera=camera,
+                     viewport_width=float(vw), viewport_height=float(vh), bounds=bounds,
+                     framed_ids=framed_ids, context_ids=context_ids, layout_key=key,
+                     layout_seconds=laid.seconds)
+
+
+def _short_label(node_id: str, parent_id: str | None) -> str:
+    prefix = f"{parent_id}."
+    if parent_id and node_id.startswith(prefix) and len(node_id) > len(prefix):
+        return node_id[len(prefix):]
+    return node_id
+
+
+def _fit_all(bounds: tuple[float, float, float, float], viewport: tuple[float, float]) -> Camera:
+    """Every box in the viewport, centred, never enlarged past 1:1 (the overview, no script)."""
     min_x, min_y, max_x, max_y = bounds
     vw, vh = viewport
     w, h = max(max_x - min_x, 1.0), max(max_y - min_y, 1.0)
     z = min(1.0, (vw - 2 * PADDING) / w, (vh - 2 * PADDING) / h)
     z = z if z > 0 else 1.0
     return Camera((vw - w * z) / 2 - min_x * z, (vh - h * z) / 2 - min_y * z, z)
-
-
-def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iterable[str], *,
-                     camera: Any = None, viewport: tuple[float, float] | None = None,
-                     positions: Mapping[str, Any] | None = None,
-                     shapes: Mapping[str, Sequence[int]] | None = None,
-                     downward_edges: bool = False) -> GraphView:
-    """The drawn graph of one view. Unknown ids in ``expanded``/``selected`` are ignored
-    (the routes validate them); ``positions`` (a step's nodePositions) win over the
-    document's; ``shapes`` (traced, per node id) feed the shape line and its warning."""
-    expanded = list(expanded)
-    visible = visible_node_ids(snapshot, expanded)
-    visible_set = set(visible)
-    open_ids = {m for m in expanded if m in snapshot.node_map and snapshot.node(m).is_module}
-    chosen = set(selected)
-    boxes = layout(snapshot, visible, open_ids, positions)
-
-    drawn: list[DrawnNode] = []
-    for nid in visible:
-        node = snapshot.node(nid)
-        traced = tuple(int(d) for d in shapes[nid]) if shapes and nid in shapes else None
-        declared = _declared_shape(node)
-        x, y, w, h = boxes[nid]
-        drawn.append(DrawnNode(
-            id=nid, kind=node.kind, op=node.op, label=nid, display_name=node_meaning(snapshot, nid).display_name,
-            x=x, y=y, width=w, height=h,
-            is_module=node.is_module, expanded=nid in open_ids, member_count=len(node.members),
-            parent_id=node.parent_id, depth=len(ancestors(snapshot, nid)), selected=nid in chosen,
-            shape=traced, declared_shape=declared,
-            shape_warning=_shape_warning(node, declared, traced)))
-    # Containers behind everything, outer behind inner; otherwise file order (stable sort).
-    drawn.sort(key=lambda n: (0, n.depth) if n.is_container else (1, 0))
-
-    containers = {n.id for n in drawn if n.is_container}
-    edges = fold_edges(snapshot, visible_set, containers, boxes, downward=downward_edges)
-    bounds = ((min(n.x for n in drawn), min(n.y for n in drawn),
-               max(n.x + n.width for n in drawn), max(n.y + n.height for n in drawn))
-              if drawn else (0.0, 0.0, 0.0, 0.0))
-    vw, vh = viewport if viewport is not None else DEFAULT_VIEWPORT
-    return GraphView(nodes=drawn, edges=edges, camera=_camera(camera, bounds, (vw, vh)),
-                     viewport_width=float(vw), viewport_height=float(vh), bounds=bounds)

@@ -1,26 +1,29 @@
-"""Graph geometry: where each drawn box goes, and how the export's two-level edges fold.
+"""Graph structure: which nodes a view draws, and how the export's two-level edges fold.
 
-Boxes are laid out in world coordinates; member positions stored in the file
-are relative to their module (docs/design.md §2). Edges attach to the nearest
-drawn ancestor of each end, merge, and arch over boxes they would cross.
+Where the boxes go and how edges are routed is Graphviz dot's (app/views/graph_dot.py);
+this module says what is drawn: the visible nodes (every enclosing module open), and
+the folded edges (docs/design.md §2), each end attached to its nearest drawn ancestor,
+merged, module-level summaries dropped where a member-level edge says more. It also
+holds the exact segment-box test (Liang-Barsky) the edge checks use.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from app.domain.snapshot import Snapshot
-from app.views.numbers import coordinate as fmt
 
-# World units. 150 x 60 is what the seed's cameras were framed for: with it each
-# step's selected box lies inside its 1100 x 700 viewport (the reference step
-# leaves 2.5 px), so a change here must keep the graph tests' camera test.
+# World units (one a CSS pixel at zoom 1): the smallest box; a box grows to hold its text.
 NODE_WIDTH = 150
 NODE_HEIGHT = 60
-PADDING = 24             # an expanded container's margin right of / below its members
-GAP = 40                 # between a box with no stored position and its left neighbour
-MEMBER_TOP = NODE_HEIGHT + 10   # unpositioned members start below the container's header
+PADDING = 24             # margin kept around a fitted camera's boxes (world units)
+
+
+@dataclass(frozen=True)
+class FoldedEdge:
+    source: str               # visible endpoints after folding
+    target: str
+    edge_ids: tuple[str, ...]  # the snapshot edges folded into this one
 
 
 @dataclass(frozen=True)
@@ -61,64 +64,7 @@ def representative(snapshot: Snapshot, node_id: str, visible: set[str]) -> str:
     return current
 
 
-# -- layout -----------------------------------------------------------------------
-
 Box = tuple[float, float, float, float]  # x, y, width, height
-
-
-def _xy(pos: Any) -> tuple[float, float]:
-    # A step's nodePositions holds Position models; callers may pass plain dicts.
-    if isinstance(pos, Mapping):
-        return float(pos["x"]), float(pos["y"])
-    return float(pos.x), float(pos.y)
-
-
-def layout(snapshot: Snapshot, visible: list[str], open_ids: set[str],
-            positions: Mapping[str, Any] | None) -> dict[str, Box]:
-    """Absolute boxes of the visible nodes; stored positions of members are relative."""
-    stored = snapshot.document.view.node_positions
-    children: dict[str | None, list[str]] = {}
-    for nid in visible:
-        children.setdefault(snapshot.node(nid).parent_id, []).append(nid)
-    rel: dict[str, tuple[float, float]] = {}
-    size: dict[str, tuple[float, float]] = {}
-
-    def place(parent: str | None) -> None:
-        group = children.get(parent, [])
-        for nid in group:
-            w, h = float(NODE_WIDTH), float(NODE_HEIGHT)
-            if nid in open_ids and children.get(nid):
-                place(nid)
-                w = max(w, max(rel[m][0] + size[m][0] for m in children[nid]) + PADDING)
-                h = max(h, max(rel[m][1] + size[m][1] for m in children[nid]) + PADDING)
-            size[nid] = (w, h)
-            pos = (positions or {}).get(nid)
-            pos = stored.get(nid) if pos is None else pos
-            if pos is not None:
-                rel[nid] = _xy(pos)
-        # A node the file gives no position: on a row right of its group's rightmost box,
-        # in file order, so the same file always draws the same picture.
-        known = [n for n in group if n in rel]
-        right = max((rel[n][0] + size[n][0] for n in known), default=PADDING - GAP if parent else -GAP)
-        top = min((rel[n][1] for n in known), default=MEMBER_TOP if parent else 0.0)
-        for nid in group:
-            if nid not in rel:
-                rel[nid] = (right + GAP, top)
-                right += GAP + size[nid][0]
-
-    place(None)
-    boxes: dict[str, Box] = {}
-
-    def absolute(nid: str) -> Box:
-        if nid not in boxes:
-            parent = snapshot.node(nid).parent_id
-            px, py = (0.0, 0.0) if parent is None else absolute(parent)[:2]
-            boxes[nid] = (px + rel[nid][0], py + rel[nid][1], *size[nid])
-        return boxes[nid]
-
-    for nid in visible:
-        absolute(nid)
-    return boxes
 
 
 # -- edges ------------------------------------------------------------------------
@@ -154,42 +100,8 @@ def _crosses(a: tuple[float, float], b: tuple[float, float], boxes: Iterable[Box
     return False
 
 
-def _edge_path(src: Box, dst: Box, obstacles: Iterable[Box]) -> str:
-    """Cubic Bezier from the source's right-middle to the target's left-middle.
-
-    Exports lay modules on one row, so an edge that skips a box would run through it
-    and hide behind it; such an edge arches above, higher the longer it is, so arcs
-    from one node nest instead of sharing one line.
-    """
-    overlaps_x = src[0] < dst[0] + dst[2] and dst[0] < src[0] + src[2]
-    if overlaps_x and (dst[1] >= src[1] + src[3] or src[1] >= dst[1] + dst[3]):
-        # Stacked boxes (members of one module): bottom-to-top, not a loop round the side.
-        down = dst[1] >= src[1] + src[3]
-        x1, y1 = src[0] + src[2] / 2, src[1] + (src[3] if down else 0)
-        x2, y2 = dst[0] + dst[2] / 2, dst[1] + (0 if down else dst[3])
-        bend = max(abs(y2 - y1) / 2, GAP / 2) * (1 if down else -1)
-        return (f"M{fmt(x1)} {fmt(y1)} C{fmt(x1)} {fmt(y1 + bend)} "
-                f"{fmt(x2)} {fmt(y2 - bend)} {fmt(x2)} {fmt(y2)}")
-    x1, y1 = src[0] + src[2], src[1] + src[3] / 2
-    x2, y2 = dst[0], dst[1] + dst[3] / 2
-    bend = max(abs(x2 - x1) / 2, GAP)
-    lift = min(GAP + abs(x2 - x1) * 0.12, 6 * GAP) if _crosses((x1, y1), (x2, y2), obstacles) else 0
-    return (f"M{fmt(x1)} {fmt(y1)} C{fmt(x1 + bend)} {fmt(y1 - lift)} "
-            f"{fmt(x2 - bend)} {fmt(y2 - lift)} {fmt(x2)} {fmt(y2)}")
-
-
-def _downward_path(src: Box, dst: Box) -> str:
-    """Top-to-bottom layers (the overview): bottom-middle of the source to top-middle of the
-    target, leaving and arriving vertically, so edges read as flowing down the layers."""
-    x1, y1 = src[0] + src[2] / 2, src[1] + src[3]
-    x2, y2 = dst[0] + dst[2] / 2, dst[1]
-    bend = max(abs(y2 - y1) / 2, GAP)
-    return (f"M{fmt(x1)} {fmt(y1)} C{fmt(x1)} {fmt(y1 + bend)} "
-            f"{fmt(x2)} {fmt(y2 - bend)} {fmt(x2)} {fmt(y2)}")
-
-
-def fold_edges(snapshot: Snapshot, visible: set[str], containers: set[str],
-                boxes: dict[str, Box], downward: bool = False) -> list[DrawnEdge]:
+def fold_edges(snapshot: Snapshot, visible: set[str], containers: set[str]) -> list[FoldedEdge]:
+    """The edges one view draws (docs/design.md §2, rules 1-4), in first-snapshot-edge order."""
     enclosing = {nid: set(ancestors(snapshot, nid)) for nid in visible}
     folded: dict[tuple[str, str], list[str]] = {}  # insertion order = first snapshot edge
     for edge in snapshot.edges:
@@ -214,13 +126,60 @@ def fold_edges(snapshot: Snapshot, visible: set[str], containers: set[str],
         return any(other != key and within(other[0], s) and within(other[1], t)
                    for other in folded)
 
-    def path(s: str, t: str) -> str:
-        ends = {s, t} | enclosing[s] | enclosing[t]  # a container may hold an end
-        obstacles = [box for nid, box in boxes.items() if nid not in ends]
-        if downward and boxes[t][1] >= boxes[s][1] + boxes[s][3]:
-            return _downward_path(boxes[s], boxes[t])
-        return _edge_path(boxes[s], boxes[t], obstacles)
+    return [FoldedEdge(s, t, tuple(ids)) for (s, t), ids in folded.items() if not is_summary((s, t))]
 
-    return [DrawnEdge(id=f"{s}->{t}", source=s, target=t, path=path(s, t), edge_ids=tuple(ids))
-            for (s, t), ids in folded.items() if not is_summary((s, t))]
 
+# -- checking routed edges -----------------------------------------------------------
+
+def _bezier_points(path: str, per_curve: int = 16) -> list[tuple[float, float]]:
+    """Points along our path data (M, L and C commands with absolute coordinates)."""
+    tokens = path.replace("M", " M ").replace("L", " L ").replace("C", " C ").split()
+    pts: list[tuple[float, float]] = []
+    i, cur = 0, (0.0, 0.0)
+    while i < len(tokens):
+        cmd = tokens[i]
+        if cmd in ("M", "L"):
+            nxt = (float(tokens[i + 1]), float(tokens[i + 2]))
+            if cmd == "L":
+                pts.extend((cur[0] + (nxt[0] - cur[0]) * k / 4, cur[1] + (nxt[1] - cur[1]) * k / 4)
+                           for k in range(1, 5))
+            else:
+                pts.append(nxt)
+            cur, i = nxt, i + 3
+        elif cmd == "C":
+            c = [float(v) for v in tokens[i + 1:i + 7]]
+            p0, p1, p2, p3 = cur, (c[0], c[1]), (c[2], c[3]), (c[4], c[5])
+            for k in range(1, per_curve + 1):
+                t = k / per_curve
+                u = 1 - t
+                pts.append((u ** 3 * p0[0] + 3 * u * u * t * p1[0] + 3 * u * t * t * p2[0] + t ** 3 * p3[0],
+                            u ** 3 * p0[1] + 3 * u * u * t * p1[1] + 3 * u * t * t * p2[1] + t ** 3 * p3[1]))
+            cur, i = p3, i + 7
+        else:
+            i += 1
+    return pts
+
+
+def edge_box_crossings(snapshot: Snapshot, edges: Iterable[DrawnEdge], boxes: dict[str, Box],
+                       inset: float = 2.0) -> list[tuple[str, str]]:
+    """(edge id, node id) for each edge that runs through a box that is neither one of its
+    ends nor a module holding an end: the polyline through points along the path, tested
+    exactly against each box shrunk by ``inset`` (an edge may graze a border)."""
+    found = []
+    for edge in edges:
+        ends = {edge.source, edge.target, *ancestors(snapshot, edge.source), *ancestors(snapshot, edge.target)}
+        pts = _bezier_points(edge.path)
+        for nid, (x, y, w, h) in boxes.items():
+            if nid in ends or w <= 2 * inset or h <= 2 * inset:
+                continue
+            inner = (x + inset, y + inset, w - 2 * inset, h - 2 * inset)
+            if _crosses_polyline(pts, inner):
+                found.append((edge.id, nid))
+    return found
+
+
+def _crosses_polyline(pts: list[tuple[float, float]], box: Box) -> bool:
+    for a, b in zip(pts, pts[1:], strict=False):
+        if _clip(a, b, box) is not None:
+            return True
+    return False

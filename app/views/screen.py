@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 from app.domain.snapshot import Snapshot, Step
 from app.views.glossary import Segment, annotate
 from app.views.graph import GraphView, build_graph_view
+from app.views.graph_layout import ancestors
 from app.views.inspector import InspectorView, build_inspector
 from app.views.meaning import node_meaning
-from app.views.overview_layout import overview_positions
 from app.views.story import StepStory
 from app.views.urls import URLS
 from app.views.view_state import ViewState
@@ -47,12 +47,11 @@ class Screen:
 
     @property
     def framed_ids(self) -> list[str]:
-        """What the fitted camera keeps whole in the frame (docs/design.md §2): the step's saved
-        selection and expanded modules, as drawn. Only the step's, so a copied URL gets the
-        same camera; a node selected since is panned into view on load instead."""
-        view = self.step.view
-        drawn = set(self.graph.node_ids)
-        return [n for n in dict.fromkeys([*view.selected_node_ids, *view.expanded_module_ids]) if n in drawn]
+        """What the fitted camera keeps whole in the frame (docs/design.md §2, "Graph layout"):
+        the selected nodes and the open modules that hold none of them, as the URL draws them
+        (so a copied URL gets the same camera); their direct neighbours are shown too when
+        they fit at a readable zoom (the SVG's data-context)."""
+        return list(self.graph.framed_ids)
 
     @property
     def story(self) -> StepStory | None:
@@ -127,17 +126,16 @@ class Screen:
 
 
 def build_graph(snapshot: Snapshot, state: ViewState, shapes: dict[str, tuple[int, ...]] | None = None) -> GraphView:
-    """The step's graph under its saved camera, or the overview: every module closed, compact
-    layers, camera fitted to the whole."""
+    """The view's graph, laid out by dot (app/views/graph_dot.py) with the URL's open modules, its
+    camera framing the selection; or the overview: every module closed, the whole fitted."""
     step = snapshot.step(state.step_id)
     selected = [state.node] if state.node else []
     viewport = (step.view.viewport.width, step.view.viewport.height)
     if state.overview:
-        return replace(build_graph_view(snapshot, (), selected, viewport=viewport,
-                                        positions=overview_positions(snapshot), shapes=shapes,
-                                        downward_edges=True), fit_all=True)
-    return build_graph_view(snapshot, state.expanded, selected, camera=step.view.camera, viewport=viewport,
-                            positions=step.view.node_positions or None, shapes=shapes)
+        return replace(build_graph_view(snapshot, (), selected, viewport=viewport, shapes=shapes), fit_all=True)
+    holds = {a for n in selected if n in snapshot.node_map for a in ancestors(snapshot, n)}
+    framed = [*selected, *(m for m in state.expanded if m not in holds)]
+    return build_graph_view(snapshot, state.expanded, selected, framed=framed, viewport=viewport, shapes=shapes)
 
 
 def build_view_only_screen(snapshot: Snapshot, state: ViewState) -> Screen:

@@ -28,8 +28,32 @@
 
   // -- the camera ---------------------------------------------------------------------
 
-  // The frame's saved camera, fitted to the frame the browser has (camera.js). Sets the
-  // SVG's user units to frame pixels, so the camera transform alone places the graph.
+  // The step's camera fitted to the frame the browser has (camera.js). Sets the SVG's user
+  // units to frame pixels, so the camera transform alone places the graph. Boxes are the
+  // nodes' whole drawings (getBBox: a note above a box or a warning below it included).
+  var fittedFor = null;     // the layout and frame size the current base was fitted to
+  function layoutKey() {
+    var frame = document.querySelector(".graph-frame");
+    var svg = document.getElementById("graph");
+    if (!frame || !svg) return null;
+    return (svg.getAttribute("data-layout") || "") + "@" + frame.clientWidth + "x" + frame.clientHeight;
+  }
+
+  function nodeBox(svg, id) {
+    var g = svg.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"]');
+    if (!g) return null;
+    var rect = rectBox(g.querySelector(":scope > rect"));
+    try {
+      var b = g.getBBox();   // world units: #camera's transform is outside the node's group
+      if (b.width && b.height) {
+        var x0 = Math.min(rect.x, b.x), y0 = Math.min(rect.y, b.y);
+        return { x: x0, y: y0, width: Math.max(rect.x + rect.width, b.x + b.width) - x0,
+                 height: Math.max(rect.y + rect.height, b.y + b.height) - y0 };
+      }
+    } catch (e) { /* not rendered: the rect alone */ }
+    return rect;
+  }
+
   function fitCamera() {
     var frame = document.querySelector(".graph-frame");
     var svg = document.getElementById("graph");
@@ -43,22 +67,30 @@
       var all = Array.prototype.map.call(svg.querySelectorAll(".node > .box, .node > .container-box"), rectBox);
       camera = GRPOCamera.fitAll(all, size, 1.25);
     } else {
-      var saved = parseNumbers(frame.getAttribute("data-camera"));
-      var viewport = parseNumbers(frame.getAttribute("data-viewport"));
-      var need = [];
-      JSON.parse(frame.getAttribute("data-framed") || "[]").forEach(function (id) {
-        var rect = svg.querySelector('[data-node-id="' + CSS.escape(id) + '"] > rect');
-        if (rect) need.push(rectBox(rect));
-      });
-      camera = GRPOCamera.fit({ x: saved[0], y: saved[1], z: saved[2] },
-                              { width: viewport[0], height: viewport[1] }, size, need);
+      function boxes(ids) {
+        return ids.map(function (id) { return nodeBox(svg, id); }).filter(Boolean);
+      }
+      var need = boxes(JSON.parse(frame.getAttribute("data-framed") || "[]"));
+      var context = boxes(JSON.parse(svg.getAttribute("data-context") || "[]"));
+      camera = GRPOCamera.fit(need, context, size);
     }
     frame.setAttribute("data-fitted", [camera.x, camera.y, camera.z].join(","));
+    frame.setAttribute("data-fitted-for", size.width + "x" + size.height);
+    fittedFor = layoutKey();
     return camera;
   }
 
+  // A swap that keeps the step keeps the camera, but its new SVG comes with the server's
+  // viewBox (the saved viewport, scaled into the frame: 3.5 px labels on a phone): the user
+  // units are set to frame pixels again here, before the camera applies.
   function setCamera(c) {
     var g = document.getElementById("camera");
+    var frame = document.querySelector(".graph-frame");
+    var svg = document.getElementById("graph");
+    if (frame && svg && frame.clientWidth && frame.clientHeight) {
+      var vb = "0 0 " + frame.clientWidth + " " + frame.clientHeight;
+      if (svg.getAttribute("viewBox") !== vb) svg.setAttribute("viewBox", vb);
+    }
     if (g && c) g.setAttribute("transform", cameraTransform(c));
   }
 
@@ -182,6 +214,12 @@
     // no-script fallback. A module's ± stays its own stop: it opens or closes the module.
     document.querySelectorAll(".graph .node-link").forEach(function (a) { a.setAttribute("tabindex", "-1"); });
     var target = document.querySelector(".pan-target");
+    // A swap that kept the step but moved the boxes (a module opened or closed: dot lays the
+    // graph out afresh) or a new frame size: the old camera and pan frame nothing; fit anew.
+    var frame = document.querySelector(".graph-frame");
+    if (fittedFor !== layoutKey()) { base = fitCamera(); start = null; }
+    else if (frame) frame.setAttribute("data-fitted-for", frame.clientWidth + "x" + frame.clientHeight);
+    if (frameWatch && frame) { frameWatch.disconnect(); frameWatch.observe(frame); }
     if (!target || typeof Panzoom === "undefined") return;
     start = start && start.pan ? start : { pan: { x: 0, y: 0 }, scale: 1 };
     panzoom = Panzoom(target, { maxScale: 8, minScale: 0.2, step: 0.2, cursor: "grab",
@@ -204,6 +242,16 @@
 
   // The graph of a fresh screen: fit the camera, bind pan/zoom, tags. A node selected
   // beyond the step's own (a copied URL) is panned into the frame once it has landed.
+  // The frame can change size without the window doing so (the page above it settles, a
+  // scroll bar comes or goes): fit again then, as a resize does.
+  var frameWatch = window.ResizeObserver ? new ResizeObserver(function () {
+    if (fittedFor === null || fittedFor === layoutKey()) return;
+    base = fitCamera();
+    setCamera(base);
+    if (panzoom) panzoom.reset({ animate: false });
+    afterMove();
+  }) : null;
+
   function setupGraph(panStart, animateFrom) {
     base = fitCamera();
     setupPanzoom(panStart);

@@ -6,36 +6,34 @@
   var LABEL_PX = 13;        // .graph .label font-size, in world units
   var DETAIL_PX = 11;       // .graph .op and .shape, the smallest text in a node
   var READABLE_PX = 11;     // the smallest text the fit aims for on any screen
+  var READABLE_ZOOM = READABLE_PX / DETAIL_PX;   // a step's camera never goes farther out
+  var STEP_ZOOM = 1.25;     // nor closer in (app/views/graph.py: the same rule without script)
 
-  // camera: the author's {x, y, z} (screen = world * z + (x, y)) for a viewport vw x vh.
-  // frame: {width, height} the browser really has. need: world boxes [{x, y, width, height}]
-  // that must end up whole inside the frame (selected nodes, expanded modules).
-  // Returns {x, y, z} in frame pixels.
-  function fit(camera, viewport, frame, need, opts) {
+  // The step's camera (docs/design.md §2, "Graph layout"): the layout is dot's, so the
+  // export's saved camera (framed for its author's layout) is not used. need: world boxes that
+  // must end up whole inside the frame (the selection, open modules not holding it); context:
+  // those plus their direct neighbours. frame: {width, height}. Returns {x, y, z} in frame
+  // pixels (screen = world * z + (x, y)).
+  //  1. Zoom: the largest up to STEP_ZOOM that holds the context, but never below
+  //     READABLE_ZOOM, where 11-unit text is 11 px: no step opens with unreadable text.
+  //  2. Centre the context; 3. move the least that keeps the needed boxes whole (if even
+  //     they do not fit, their top-left shows); what is left out can be panned to.
+  function fit(need, context, frame, opts) {
     opts = opts || {};
     var fw = frame.width, fh = frame.height;
     var margin = opts.margin != null ? opts.margin : Math.min(24, 0.06 * Math.min(fw, fh));
-    // 1. The saved viewport's region, scaled to fit the frame (never enlarged past the
-    //    author's zoom: a bigger frame shows more around the region) and centred.
-    var s = Math.min(1, fw / viewport.width, fh / viewport.height);
-    var z = camera.z * s;
-    var x = camera.x * s + (fw - viewport.width * s) / 2;
-    var y = camera.y * s + (fh - viewport.height * s) / 2;
+    var ctx = union(context) || union(need);
+    if (!ctx) return { x: 0, y: 0, z: READABLE_ZOOM };
+    var z = Math.min(opts.maxZoom || STEP_ZOOM, (fw - 2 * margin) / Math.max(ctx.width, 1),
+                     (fh - 2 * margin) / Math.max(ctx.height, 1));
+    z = Math.max(z, READABLE_ZOOM);
+    var x = fw / 2 - (ctx.x + ctx.width / 2) * z;
+    var y = fh / 2 - (ctx.y + ctx.height / 2) * z;
     var box = union(need);
-    if (!box) return { x: x, y: y, z: z };
-    // 2. Zoom: out if the boxes cannot fit at this zoom; in (up to the author's zoom)
-    //    where a node's text would fall under READABLE_PX and the boxes leave room.
-    var zFit = Math.min((fw - 2 * margin) / Math.max(box.width, 1), (fh - 2 * margin) / Math.max(box.height, 1));
-    var zRead = Math.min(camera.z, READABLE_PX / DETAIL_PX);
-    var z2 = Math.min(zFit, Math.max(z, zRead));
-    if (opts.maxZoom != null) z2 = Math.min(z2, opts.maxZoom);
-    if (z2 !== z) {  // about the frame's centre, so the author's framing moves least
-      var cx = (fw / 2 - x) / z, cy = (fh / 2 - y) / z;
-      x = fw / 2 - cx * z2; y = fh / 2 - cy * z2; z = z2;
+    if (box) {
+      x += shift(box.x * z + x, (box.x + box.width) * z + x, margin, fw - margin);
+      y += shift(box.y * z + y, (box.y + box.height) * z + y, margin, fh - margin);
     }
-    // 3. Move the least that puts every box whole inside the frame, margin included.
-    x += shift(box.x * z + x, (box.x + box.width) * z + x, margin, fw - margin);
-    y += shift(box.y * z + y, (box.y + box.height) * z + y, margin, fh - margin);
     return { x: x, y: y, z: z };
   }
 
@@ -65,5 +63,6 @@
     return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
   }
 
-  root.GRPOCamera = { fit: fit, fitAll: fitAll, union: union, LABEL_PX: LABEL_PX, DETAIL_PX: DETAIL_PX, READABLE_PX: READABLE_PX };
+  root.GRPOCamera = { fit: fit, fitAll: fitAll, union: union, LABEL_PX: LABEL_PX, DETAIL_PX: DETAIL_PX,
+                     READABLE_PX: READABLE_PX, READABLE_ZOOM: READABLE_ZOOM, STEP_ZOOM: STEP_ZOOM };
 })(window);

@@ -1,8 +1,10 @@
-"""app/views/graph.py + graph_layout.py (layout, edge folding, camera) and templates/partials/graph.html."""
+"""app/views/graph.py + graph_layout.py + graph_dot.py (dot layout, edge folding, camera) and
+templates/partials/graph.html."""
 from __future__ import annotations
 
 import copy
 import itertools
+import json
 import pathlib
 import xml.etree.ElementTree as ET
 
@@ -11,7 +13,7 @@ import pytest
 
 from app.domain.snapshot import load_snapshot, parse_snapshot
 from app.views.graph import Camera, build_graph_view
-from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, PADDING, ancestors, representative, visible_node_ids
+from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, ancestors, edge_box_crossings, representative, visible_node_ids
 from app.views.numbers import coordinate as fmt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -27,8 +29,15 @@ def seed():
 def step_view(snap, step_id, **kw):
     view = snap.step(step_id).view
     return build_graph_view(snap, view.expanded_module_ids, view.selected_node_ids,
-                            camera=view.camera, viewport=(view.viewport.width, view.viewport.height),
-                            positions=view.node_positions, **kw)
+                            framed=view.selected_node_ids, viewport=(view.viewport.width, view.viewport.height), **kw)
+
+
+def boxes(graph):
+    return {n.id: (n.x, n.y, n.width, n.height) for n in graph.nodes}
+
+
+def overlap(a, b):
+    return a.x < b.x + b.width and b.x < a.x + a.width and a.y < b.y + b.height and b.y < a.y + a.height
 
 
 def to_screen(camera, x, y):
@@ -55,7 +64,9 @@ def test_opening_all_collapsed(seed):
                                            "advantages", "ratio", "clipped", "divergence",
                                            "sub@ToyGRPO#0", "output"]
     assert len(graph.edges) == 13 and pairs(graph) == OPENING_EDGES
-    assert all(n.width == NODE_WIDTH and n.height == NODE_HEIGHT for n in graph.nodes)
+    # at least the 150 x 60 box, wider where the text needs it (the name is never squeezed)
+    assert all(n.width >= NODE_WIDTH and n.height == NODE_HEIGHT for n in graph.nodes)
+    assert graph.node("reference_policy").width > NODE_WIDTH
     assert graph.node("policy").member_count == 2 and not graph.node("policy").expanded
 
 
@@ -72,18 +83,19 @@ def test_edge_to_a_member_of_a_collapsed_module_folds_to_the_module(seed):
 def test_policy_step_opens_policy_and_drops_its_summaries(seed):
     graph = step_view(seed, "policy")
     logits, logp = graph.node("policy.logits"), graph.node("policy.log_probabilities")
-    assert (logits.x, logits.y) == (364, 374) and (logp.x, logp.y) == (364, 524)
+    assert logits.y + logits.height < logp.y  # dot's layers run top to bottom, the flow's way
     assert logits.selected and logits.depth == 1 and logits.parent_id == "policy"
     assert logits.short_label == "logits" and logits.label == "policy.logits"
     got = pairs(graph)
     assert {("input", "policy.logits"), ("policy.logits", "policy.log_probabilities"),
             ("policy.log_probabilities", "ratio"), ("policy.log_probabilities", "divergence")} <= got
     assert not {("input", "policy"), ("policy", "ratio"), ("policy", "divergence")} & got
-    # the container starts at the module and encloses its members plus padding
+    # the container (dot's cluster) encloses its members, with its header above them
     policy = graph.node("policy")
-    assert (policy.x, policy.y) == (340, 160) and policy.expanded and policy.is_container
-    assert policy.x + policy.width == 364 + NODE_WIDTH + PADDING
-    assert policy.y + policy.height == 524 + NODE_HEIGHT + PADDING
+    assert policy.expanded and policy.is_container
+    for member in (logits, logp):
+        assert policy.x < member.x and member.x + member.width < policy.x + policy.width
+        assert policy.y + NODE_HEIGHT - 10 <= member.y and member.y + member.height < policy.y + policy.height
     assert graph.nodes[0].id == "policy"  # drawn behind its members
     assert len(graph.nodes) == 12 and len(graph.edges) == 14
 
@@ -97,44 +109,55 @@ def test_clip_step_draws_the_python_member(seed):
     assert not {("ratio", "clipped"), ("advantages", "clipped"), ("clipped", "sub@ToyGRPO#0")} & got
 
 
-def test_edge_paths_run_right_middle_to_left_middle(seed):
-    graph = step_view(seed, "policy")
-    for edge in graph.edges:
-        src, dst = graph.node(edge.source), graph.node(edge.target)
-        *_, end_x, end_y = edge.path.split()
-        if edge.id == "policy.logits->policy.log_probabilities":
-            # stacked members: bottom-middle to top-middle instead of a loop round the side
-            assert edge.path.startswith(f"M{fmt(src.x + src.width / 2)} {fmt(src.y + src.height)} C")
-            assert (end_x, end_y) == (fmt(dst.x + dst.width / 2), fmt(dst.y))
-            continue
-        assert edge.path.startswith(f"M{fmt(src.x + src.width)} {fmt(src.y + src.height / 2)} C")
-        assert (end_x, end_y) == (fmt(dst.x), fmt(dst.y + dst.height / 2))
-    # input → old_policy would run through the policy box: it arches above instead
-    skip = next(e for e in graph.edges if e.id == "input->old_policy").path.split()
-    assert float(skip[3]) < 190 and float(skip[5]) < 190
-    assert next(e for e in graph.edges if e.id == "ratio->clipped").path == "M1850 190 C1945 190 1945 190 2040 190"
+def test_edge_paths_are_dots_splines_from_box_to_box(seed):
+    for step in seed.steps:
+        graph = step_view(seed, step.id)
+        for edge in graph.edges:
+            src, dst = graph.node(edge.source), graph.node(edge.target)
+            assert edge.path.startswith("M") and " C" in edge.path
+            numbers = [float(v) for v in edge.path.replace("M", " ").replace("C", " ").replace("L", " ").split()]
+            (x0, y0), (x1, y1) = numbers[:2], numbers[-2:]
+            # leaves on (or at) its source's border, ends at the target's border (arrow tip)
+            assert src.x - 1 <= x0 <= src.x + src.width + 1 and src.y - 1 <= y0 <= src.y + src.height + 1
+            assert dst.x - 1 <= x1 <= dst.x + dst.width + 1 and dst.y - 1 <= y1 <= dst.y + dst.height + 1
+        # no edge runs through a box that is neither its end nor a module holding an end
+        assert edge_box_crossings(seed, graph.edges, boxes(graph)) == [], step.id
+
+
+def test_no_two_boxes_overlap_unless_one_holds_the_other(seed):
+    for step in seed.steps:
+        graph = step_view(seed, step.id)
+        for a, b in itertools.combinations(graph.nodes, 2):
+            if a.id in ancestors(seed, b.id) or b.id in ancestors(seed, a.id):
+                continue
+            assert not overlap(a, b), (step.id, a.id, b.id)
 
 
 def test_an_open_module_without_members_keeps_its_summary_edges(seed):
     graph = step_view(seed, "advantages")
     adv = graph.node("advantages")
-    assert adv.expanded and not adv.is_container and adv.width == NODE_WIDTH
+    assert adv.expanded and not adv.is_container and adv.width >= NODE_WIDTH
     assert {("input", "advantages"), ("advantages", "clipped")} <= pairs(graph)
 
 
-@pytest.mark.parametrize("step_id, transform", [
-    ("policy", "translate(308.5 6) scale(1.25)"), ("advantages", "translate(-1045 50) scale(1.25)"),
-    ("clip", "translate(-1770 -57) scale(1.25)"), ("reference", "translate(-2065 50) scale(1.25)")])
-def test_each_step_camera_frames_its_selection(seed, step_id, transform):
+@pytest.mark.parametrize("step_id", ["policy", "advantages", "clip", "reference"])
+def test_each_step_camera_frames_its_selection_and_neighbours_readably(seed, step_id):
+    """Without script the camera frames the selection and its direct neighbours in the step's
+    viewport, at a zoom where 11-unit text is at least 11 px (the saved cameras framed the
+    author's layout, which dot replaces; docs/design.md §2, "Graph layout")."""
     graph = step_view(seed, step_id)
-    assert graph.camera.transform() == transform
     assert (graph.viewport_width, graph.viewport_height) == (1100, 700)
+    assert 1 <= graph.camera.z <= 1.25
     selected = [n for n in graph.nodes if n.selected]
     assert [n.id for n in selected] == seed.step(step_id).view.selected_node_ids
-    for node in selected:
+    assert set(graph.framed_ids) == {n.id for n in selected}
+    neighbours = {e.target for e in graph.edges if e.source in graph.framed_ids} | \
+                 {e.source for e in graph.edges if e.target in graph.framed_ids}
+    assert set(graph.context_ids) == set(graph.framed_ids) | neighbours
+    for node in [graph.node(n) for n in graph.context_ids]:
         left, top = to_screen(graph.camera, node.x, node.y)
         right, bottom = to_screen(graph.camera, node.x + node.width, node.y + node.height)
-        assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700, (step_id, left, top, right, bottom)
+        assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700, (step_id, node.id, left, top, right, bottom)
 
 
 def test_shape_warning_names_the_palette_default(seed):
@@ -153,12 +176,14 @@ def test_numbers_camera_and_defaults(seed):
     assert [fmt(v) for v in (308.5, 6.0, 1.25, -1770, -0.0, 1 / 3)] == ["308.5", "6", "1.25", "-1770", "0", "0.333333"]
     assert Camera(1, 2, 0.5).transform() == "translate(1 2) scale(0.5)"
     graph = build_graph_view(seed, ["policy", "no-such-module"], ["no-such-node"])
-    assert graph.bounds == (0, 160, 3210, 608)
+    assert graph.framed_ids == () and graph.node("policy").is_container
     left, top = to_screen(graph.camera, graph.bounds[0], graph.bounds[1])
     right, bottom = to_screen(graph.camera, graph.bounds[2], graph.bounds[3])
-    assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700  # fitted when no camera given
-    plain = {"policy.logits": {"x": 30, "y": 100}}  # plain dicts work as positions too
-    assert build_graph_view(seed, ["policy"], [], positions=plain).node("policy.logits").y == 260
+    assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700  # nothing to frame: all of it fitted
+    # the same view is the same layout (and one dot run, cached); another set of open modules is not
+    again = build_graph_view(seed, ["policy"], [])
+    assert again.layout_key == graph.layout_key and again.node("policy") == graph.node("policy")
+    assert build_graph_view(seed, [], []).layout_key != graph.layout_key
 
 
 def test_ancestors_and_visibility_unchanged(seed):
@@ -253,12 +278,16 @@ def test_nested_layout_at_every_expansion(nested, expanded):
     assert graph.nodes[:len(containers)] == containers  # behind everything else
     assert [n.depth for n in containers] == sorted(n.depth for n in containers)
     for n in graph.nodes:
-        if n.parent_id is not None:  # inside its container, with the padding right/bottom
+        if n.parent_id is not None:  # inside its container (dot's cluster), under its header
             box = graph.node(n.parent_id)
-            assert box.x <= n.x and n.x + n.width + PADDING <= box.x + box.width
-            assert box.y <= n.y and n.y + n.height + PADDING <= box.y + box.height
-    rightmost = max(n.x + n.width for n in graph.nodes if n.id != "out")
-    assert graph.node("out").x > rightmost  # unpositioned: placed right of the rest
+            assert box.x < n.x and n.x + n.width < box.x + box.width
+            assert box.y + NODE_HEIGHT - 10 <= n.y and n.y + n.height < box.y + box.height
+    for a, b in itertools.combinations(graph.nodes, 2):  # nothing else overlaps
+        if a.id not in ancestors(nested, b.id) and b.id not in ancestors(nested, a.id):
+            assert not overlap(a, b), (a.id, b.id)
+    # the cycle inner.c -> mid.b -> inner.c is laid out too, and every edge is routed
+    assert all(e.path.startswith("M") for e in graph.edges)
+    assert edge_box_crossings(nested, graph.edges, boxes(graph)) == []
 
 
 def test_nested_folding_examples(nested):
@@ -295,12 +324,18 @@ def test_template_renders_every_seed_step(seed, env, step_id):
     graph = step_view(seed, step_id, shapes={"input": (1, 3)})
     html, svg = render(env, graph, name=seed.name)
     assert svg.get("id") == "graph" and svg.get("viewBox") == "0 0 1100 700"
+    assert svg.get("data-layout") == graph.layout_key and len(graph.layout_key) == 12
+    assert json.loads(svg.get("data-context")) == list(graph.context_ids)
     assert svg.get("data-viewport") == "1100x700" and svg.get("aria-label") == f"Model graph of {seed.name}"
     groups = node_groups(svg)
     assert [g.get("data-node-id") for g in groups] == [n.id for n in graph.nodes]
     assert all(g.get("tabindex") == "0" and g.get("role") == "group" for g in groups)
     camera = next(g for g in svg.iter(f"{SVG}g") if g.get("id") == "camera")
-    assert camera.get("transform") == seed_transform(seed, step_id)
+    assert camera.get("transform") == graph.camera.transform()
+    # no squeezed text: boxes are sized to their lines
+    assert not [el for el in svg.iter() if "textLength" in el.attrib]
+    members = [g for g in groups if g.get("data-parent")]
+    assert all(g.get("data-parent") == graph.node(g.get("data-node-id")).parent_id for g in members)
     edges = [p for p in svg.iter(f"{SVG}path") if p.get("class") == "edge"]
     assert len(edges) == len(graph.edges)
     assert [p.get("data-edge-id") for p in edges] == [e.id for e in graph.edges]
@@ -310,11 +345,6 @@ def test_template_renders_every_seed_step(seed, env, step_id):
     for el in svg.iter():
         assert "style" not in el.attrib and not any(a.startswith("on") for a in el.attrib)
     assert "url(#arrow)" in html and svg.find(f".//{SVG}marker").get("id") == "arrow"
-
-
-def seed_transform(seed, step_id):
-    c = seed.step(step_id).view.camera
-    return f"translate({fmt(c.x)} {fmt(c.y)}) scale({fmt(c.z)})"
 
 
 def test_template_node_details(seed, env):
@@ -374,4 +404,4 @@ def test_template_escapes_snapshot_text(env):
     assert "&lt;script&gt;" in html
     assert [g.get("data-node-id") for g in node_groups(svg)] == ["in", hostile, "m&m"]
     assert svg.get("aria-label") == "Model graph of <i>graph</i>"  # text, not markup
-    assert graph.node("m&m").x > graph.node(hostile).x  # no position: placed on the row
+    assert graph.node("m&m").y > graph.node(hostile).y  # the next layer down

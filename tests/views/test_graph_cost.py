@@ -1,5 +1,8 @@
 """Drawing costs what is drawn, not what the coordinates say.
 
+Since issue 20 dot lays every view out, so the file's positions no longer place boxes; a
+file whose positions are flung to the limits must still draw, and as cheaply.
+
 Edges used to be tested against boxes by sampling a point every 20 units along them, so one
 node at x = -1e8 cost 13.7 s and ~700 MB to draw; at -1e9 it ran out of memory. The test is
 now an exact segment-rectangle intersection (Liang-Barsky, app/views/graph_layout._clip).
@@ -48,7 +51,7 @@ ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT / "templates"))
 
 def draw(snap, expanded):
     """The graph view model and its SVG, as a page draws them."""
-    graph = build_graph_view(snap, expanded, [], positions=snap.steps[0].view.node_positions)
+    graph = build_graph_view(snap, expanded, [])
     html = ENV.get_template("partials/graph.html").render(
         graph=graph, toggle_url=lambda m: f"/w?toggle={m}", select_url=lambda n: f"/w?node={n}", name=snap.name)
     ET.fromstring(html)
@@ -71,7 +74,8 @@ def test_a_far_flung_graph_draws_in_milliseconds_and_kilobytes(request):
             tracemalloc.stop()
         report(request, f"test_graph_cost: nodes at ±{MAX_POSITION:g}, {len(graph.nodes)} boxes, "
                         f"{len(graph.edges)} edges: {seconds * 1000:.1f} ms, tracemalloc peak {peak / 1e6:.2f} MB")
-        assert graph.edges and any(n.x == -MAX_POSITION for n in graph.nodes)
+        # the flung positions are the author's layout, which dot replaces: the boxes stay near
+        assert graph.edges and all(abs(n.x) < 1e4 and abs(n.y) < 1e4 for n in graph.nodes)
         # generous: shared, noisy machines; the old sampling took seconds and hundreds of MB here
         assert seconds < 2.0 and peak < 50e6
 
