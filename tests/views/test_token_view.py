@@ -13,7 +13,7 @@ from app.kinds.tiny_lm.views.token_form import PRESET_FILLED, TokenForm
 from app.kinds.tiny_lm.views.token_screen import BadTokenView, read_token_query
 from app.kinds.tiny_lm.views.token_steps import STEP_METRIC, build_token_panel
 from app.views.meaning import node_meaning
-from app.views.numbers import readout
+from app.views.numbers import ratio, readout
 from app.views.tokens.token_view import CLIP_METRICS, METRICS
 
 TINY = ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json"
@@ -74,8 +74,8 @@ def test_bars_within_unit_and_clip_only_on_clip_strips(result, metric):
 def test_card_and_label_carry_the_ratio(result):
     panel = build_token_panel(result, "ratio")
     cell, token = panel.rows[0].cells[0], result.completions[0].tokens[0]
-    assert ("ρ", readout(token.ratio)) in cell.card
-    assert f"ρ {readout(token.ratio)}" in cell.label
+    assert ("ρ", ratio(token.ratio)) in cell.card
+    assert f"ρ {ratio(token.ratio)}" in cell.label
     assert cell.label.startswith(f"token {token.text}: ")
 
 

@@ -1,47 +1,55 @@
 """The token view of any token-level GRPO group (the tiny LM's today, a recorded run's next):
 each completion as its tokens, with one strip of numbers under them, chosen by the step
-(log-prob, ratio and clip, KL, gradient weight, the update's change).
+(log-prob, reward, advantage, ratio and clip, KL, weight, gradient, the update's change).
 
 Reads a finished group (TokenGroup: its completions, app/engine/grpo/token_records.py); computes
 nothing but layout (bar lengths, which completions to contrast), so every number on screen is the
-engine's. The kind says which metric each of its steps shows first.
+engine's. The kind says which metric each of its steps shows first, what the step has introduced so
+far (`shown`: the strips and card lines a step may show; nothing before its time, issue 20), the
+verdict of each completion under the reward rule in force, and the KL term's share of each token's
+gradient, so that a clipped token that still moves says why.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.engine.grpo.token_records import CompletionRecord, TokenRecord
-from app.views.numbers import readout, significant
+from app.views.numbers import ratio, readout, significant
 
 
 @dataclass(frozen=True)
 class Metric:
-    id: str
+    id: str  # also what `shown` names to reveal it
     label: str  # the strip's name
     explain: str  # one sentence: what the number under each token is
     value: Callable[[TokenRecord, CompletionRecord], float]
     centre: float = 0.0  # bars grow up (above) or down (below) from here
     log_scale: bool = False  # ratios: 2× and ½× are the same distance from 1
+    spell: Callable[[float], str] = lambda v: significant(v, 2, strip=True)  # the card has 4 digits
 
 
 METRICS = {m.id: m for m in (
     Metric("logp_old", "log π_old", "log-probability the sampling model gave the token (0 = certain).",
            lambda t, c: t.logp_old),
+    Metric("reward", "reward r", "the completion's reward under the rule in force, the same for each of its tokens "
+           "(its parts are beside the completion).", lambda t, c: c.reward),
     Metric("advantage", "advantage A", "the completion's advantage, the same for each of its tokens.",
            lambda t, c: c.advantage),
-    Metric("ratio", "ratio ρ", "π_θ/π_old of the token; ✂ marks a token whose clip binds (no gradient).",
-           lambda t, c: t.ratio, centre=1.0, log_scale=True),
+    Metric("ratio", "ratio ρ", "π_θ/π_old of the token; ✂ marks a token whose clip binds (no push from the "
+           "surrogate).", lambda t, c: t.ratio, centre=1.0, log_scale=True, spell=ratio),
     Metric("kl", "KL", "the per-token KL estimate against the reference (0 where they agree).",
            lambda t, c: t.kl),
+    Metric("weight", "weight w", "the token's share of the loss under the aggregation in force.",
+           lambda t, c: t.weight),
     Metric("grad", "∂loss/∂log π", "how hard the loss pushes the token's log-probability "
            "(negative: gradient descent makes the token more likely).", lambda t, c: t.grad),
     Metric("delta", "Δ log π", "change in the token's log-probability after one optimiser step "
            "(positive: more likely).", lambda t, c: t.delta_logp),
 )}
-CLIP_METRICS = ("ratio", "grad", "delta")  # strips where a binding clip explains the number
+CLIP_METRICS = ("ratio", "kl", "weight", "grad", "delta")  # strips where a binding clip explains the number
 AGGREGATION_TITLES = {"sample_mean": "mean per completion, then over the group (GRPO paper)",
                       "token_mean": "mean over all tokens of the group (DAPO, TRL, verl)",
                       "token_sum_norm": "sum over tokens ÷ (G·max length) (Dr. GRPO)"}
@@ -53,8 +61,9 @@ class TokenCell:
     value: float
     shown: str  # the value as printed under the token
     bar: float  # −1 … 1: signed length of the bar, from the strip's centre
-    clipped: bool
-    card: tuple[tuple[str, str], ...]  # every number of the token, for hover/focus and screen readers
+    clipped: bool  # ✂ under the token: the clip binds, and this step has introduced the clip
+    card: tuple[tuple[str, str], ...]  # the token's numbers so far, for hover/focus and screen readers
+    kl_pull: bool = False  # clipped, yet the KL term still gives it a gradient (said in the card)
 
     @property
     def label(self) -> str:
@@ -66,14 +75,12 @@ class CompletionRow:
     index: int
     record: CompletionRecord
     cells: tuple[TokenCell, ...]
+    verdict: str  # what the reward rule in force made of it, in words (empty before rewards are shown)
 
-    @property
-    def verdict(self) -> str:
-        c = self.record
-        words = ["right" if c.accuracy else "wrong", "formatted" if c.format else "unformatted"]
-        if c.language < 1:
-            words.append(f"{round(100 * c.language)}% in the prompt's script")
-        return ", ".join(words)
+
+def parts_verdict(c: CompletionRecord) -> str:
+    """The reward parts as numbers, for a kind that has no words for them."""
+    return f"accuracy {readout(c.accuracy)} · format {readout(c.format)} · language {readout(c.language)}"
 
 
 @dataclass(frozen=True)
@@ -91,10 +98,17 @@ class TokenPanel:
     metric: Metric
     rows: tuple[CompletionRow, ...]
     contrast: LengthContrast | None
+    shown: frozenset[str] = frozenset(METRICS)  # what the step has introduced
 
     @property
     def metrics(self) -> tuple[Metric, ...]:
-        return tuple(METRICS.values())
+        """The strips this step may switch to: those it has introduced."""
+        return tuple(m for m in METRICS.values() if m.id in self.shown)
+
+    @property
+    def kl_pull_count(self) -> int:
+        """Clipped tokens whose KL term still gives them a gradient (their cards say so)."""
+        return sum(cell.kl_pull for row in self.rows for cell in row.cells)
 
     @property
     def aggregation_titles(self) -> dict[str, str]:
@@ -109,13 +123,37 @@ class TokenPanel:
         return sum(c.length for c in self.result.completions)
 
 
-def _card(t: TokenRecord) -> tuple[tuple[str, str], ...]:
-    card = [("log π", readout(t.logp)), ("log π_old", readout(t.logp_old)), ("log π_ref", readout(t.logp_ref)),
-            ("ρ", readout(t.ratio)), ("clip", "binds ✂" if t.clip_active else "free"), ("KL", readout(t.kl)),
-            ("weight w", readout(t.weight)), ("∂loss/∂log π", readout(t.grad)),
-            ("Δ log π after the step", readout(t.delta_logp))]
-    if t.dual_clip_hit:
-        card.insert(5, ("dual clip", "binds ⌊"))
+def _clip_words(t: TokenRecord, kl_grad: float | None, shown: Collection[str]) -> str:
+    if not t.clip_active:
+        return "free"
+    words = "binds ✂: no push from the surrogate"
+    if "kl" in shown and kl_grad:
+        words += f"; the KL term still pulls: {readout(kl_grad)}"
+    return words
+
+
+def _card(t: TokenRecord, c: CompletionRecord, shown: Collection[str], kl_grad: float | None
+          ) -> tuple[tuple[str, str], ...]:
+    """The token's numbers, only those the step has introduced, in the order the steps do."""
+    card = [("log π_old", readout(t.logp_old))]
+    if "advantage" in shown:
+        card.append(("A", readout(c.advantage)))
+    if "ratio" in shown:
+        card += [("log π", readout(t.logp)), ("ρ", ratio(t.ratio)), ("clip", _clip_words(t, kl_grad, shown))]
+        if t.dual_clip_hit:
+            card.append(("dual clip", "binds ⌊"))
+    if "kl" in shown:
+        card += [("log π_ref", readout(t.logp_ref)), ("KL", readout(t.kl))]
+    if "weight" in shown:
+        card.append(("weight w", readout(t.weight)))
+        if len(c.weight_by_aggregation) > 1:
+            card.append(("w by aggregation", " · ".join(f"{m} {readout(w)}" for m, w in
+                                                         c.weight_by_aggregation.items())))
+    if "grad" in shown:
+        split = "" if kl_grad is None else f" (surrogate {readout(t.grad - kl_grad)}, KL {readout(kl_grad)})"
+        card.append(("∂loss/∂log π", readout(t.grad) + split))
+    if "delta" in shown:
+        card.append(("Δ log π after the step", readout(t.delta_logp)))
     return tuple(card)
 
 
@@ -161,14 +199,27 @@ class TokenGroup(Protocol):
 
 
 def build_token_panel(result: TokenGroup, step_id: str, metric_id: str | None = None,
-                      default_metric: str = "grad") -> TokenPanel:
+                      default_metric: str = "grad", shown: Collection[str] | None = None,
+                      verdicts: Sequence[str] | None = None,
+                      kl_grads: Sequence[Sequence[float]] | None = None) -> TokenPanel:
     """The token strips under `metric_id`, else the step's own metric (`default_metric`, chosen by
-    the kind for its step)."""
+    the kind for its step). `shown`: the metrics the step has introduced (None: all); a metric
+    asked for by name is shown too. `verdicts`: per completion, in words; `kl_grads`: per token,
+    the KL term's part of ∂loss/∂log π."""
     metric = METRICS[metric_id or default_metric]
+    revealed = frozenset(METRICS if shown is None else (*shown, metric.id))
     values = [metric.value(t, c) for c in result.completions for t in c.tokens]
     scale = _scale(metric, values)
-    rows = tuple(CompletionRow(i, c, tuple(
-        TokenCell(t.text, metric.value(t, c), significant(metric.value(t, c), 3, strip=True), scale(metric.value(t, c)),
-                  t.clip_active and metric.id in CLIP_METRICS, _card(t)) for t in c.tokens))
-        for i, c in enumerate(result.completions))
-    return TokenPanel(result, step_id, metric, rows, _contrast(result))
+    marks_clip = metric.id in CLIP_METRICS and "ratio" in revealed
+    rows = []
+    for i, c in enumerate(result.completions):
+        cells = []
+        for k, t in enumerate(c.tokens):
+            kl = kl_grads[i][k] if kl_grads else None
+            v = metric.value(t, c)
+            cells.append(TokenCell(t.text, v, metric.spell(v), scale(v), t.clip_active and marks_clip,
+                                   _card(t, c, revealed, kl),
+                                   bool(t.clip_active and kl and {"ratio", "kl"} <= revealed)))
+        verdict = "" if "reward" not in revealed else (verdicts[i] if verdicts else parts_verdict(c))
+        rows.append(CompletionRow(i, c, tuple(cells), verdict))
+    return TokenPanel(result, step_id, metric, tuple(rows), _contrast(result), revealed)

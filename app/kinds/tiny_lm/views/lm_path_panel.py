@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.domain.training_paths import PATH_IDS, PathChoice
+from app.kinds.tiny_lm.domain.arith_task import SECOND_SCRIPT, ArithPrompt, read_number, rewards
 from app.kinds.tiny_lm.engine.lm_paths import PATH_TITLES, PathResult
+from app.kinds.tiny_lm.engine.lm_plans import GRPO_RECIPES, RULES_ALL
 from app.kinds.tiny_lm.engine.path_jobs import PathJob
+from app.kinds.tiny_lm.views.token_steps import verdict
 from app.views.charts.line_charts import LineChart, line_chart
 
 METRICS = (("accuracy", "accuracy", (0.0, 1.0)), ("format_rate", "format rate", (0.0, 1.0)),
@@ -27,6 +30,44 @@ class StageRow:
     mean_length: float
 
 
+# The reward rule a path's final model is judged by: its last GRPO stage's, or for distillation
+# (no RL) the filter its data was kept by (right, formatted, one script).
+FINAL_RULE = {"r1-zero": ("R1-Zero's reward", GRPO_RECIPES["rl"].reward),
+              "r1": ("R1's final reward", GRPO_RECIPES["final_rl"].reward),
+              "distillation": ("the rule R1's outputs were kept by", RULES_ALL)}
+
+
+@dataclass(frozen=True)
+class ExampleRow:
+    prompt: str
+    text: str
+    verdict: str  # what the rule in force made of it, part by part
+    reward: float  # the parts the rule counts, added
+
+
+def _prompt(text: str) -> ArithPrompt | None:
+    """An example's prompt read back ("15+9=", "bf+j="); None if it is not one."""
+    left, _, rest = text.partition("+")
+    a, b = read_number(left), read_number(rest.removesuffix("="))
+    if a is None or b is None or not rest.endswith("="):
+        return None
+    return ArithPrompt(a, b, "letters" if any(ch in SECOND_SCRIPT for ch in text) else "digits")
+
+
+def example_rows(path: str, examples: tuple[tuple[str, str], ...]) -> tuple[ExampleRow, ...]:
+    rule = FINAL_RULE[path][1]
+    rows = []
+    for prompt_text, text in examples:
+        prompt = _prompt(prompt_text)
+        if prompt is None:
+            rows.append(ExampleRow(prompt_text, text, "", float("nan")))
+            continue
+        parts = rewards(prompt, text)
+        rows.append(ExampleRow(prompt_text, text, verdict(prompt.answer, text, parts.accuracy, parts.format,
+                                                          parts.language, rule), parts.total(rule)))
+    return tuple(rows)
+
+
 @dataclass(frozen=True)
 class PathPanel:
     path: str | None
@@ -37,6 +78,15 @@ class PathPanel:
     charts: tuple[LineChart, ...] = ()
     stages: tuple[StageRow, ...] = ()
     examples: tuple[tuple[str, str], ...] = ()
+    example_rows: tuple[ExampleRow, ...] = ()
+
+    @property
+    def rule_title(self) -> str:
+        """Whose reward the examples are judged by, and its parts."""
+        if self.path not in FINAL_RULE:
+            return ""
+        name, rule = FINAL_RULE[self.path]
+        return f"{name} ({' + '.join(rule)})"
 
     @property
     def percent(self) -> int:
@@ -63,4 +113,5 @@ def build_path_panel(path: str | None, job: PathJob | None, urls: dict[str, str]
     if job.result is None:
         return PathPanel(path, PATH_TITLES[path], choices, job, None if job.error else poll_url)
     charts, stages = _curves(job.result)
-    return PathPanel(path, PATH_TITLES[path], choices, job, None, charts, stages, job.result.examples)
+    return PathPanel(path, PATH_TITLES[path], choices, job, None, charts, stages, job.result.examples,
+                     example_rows(path, job.result.examples))

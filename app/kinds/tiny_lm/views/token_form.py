@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
 from app.engine.grpo.presets import PRESET_TITLES
@@ -42,6 +42,10 @@ def token_query(params: TokenParams) -> dict[str, str]:
     return {name: query_value(name, value) for name, value in params.url_overrides().items()}
 
 
+# What a training path takes from the form (views/token_screen.py's path_panel): the seed only;
+# each stage's recipe sets its own G, steps, learning rate, rewards and conventions (engine/lm_plans.py).
+PATH_FIELDS = ("seed",)
+
 # Conventions the preset fills: blank in the form unless overridden, so changing the preset
 # (without JavaScript too) is not undone by the previous preset's values.
 PRESET_FILLED = ("loss_aggregation", "clip_epsilon", "beta")
@@ -53,6 +57,15 @@ class TokenForm:
     errors: dict[str, str] = field(default_factory=dict)
     specs: tuple[FieldSpec, ...] = TOKEN_SPECS
     in_force: dict[str, str] = field(default_factory=dict)  # a blank field's value, from the preset
+    not_for_path: dict[str, str] = field(default_factory=dict)  # field -> why the shown path ignores it
+
+    def for_path(self, title: str | None) -> TokenForm:
+        """The form beside a training path: every field the path does not read says so."""
+        if not title:
+            return self
+        name = title.split(":")[0]
+        reason = (f"Not used by the {name} path below: its recipe sets this. It still changes the step above.")
+        return replace(self, not_for_path={s.name: reason for s in self.specs if s.name not in PATH_FIELDS})
 
     @classmethod
     def from_params(cls, params: TokenParams) -> TokenForm:

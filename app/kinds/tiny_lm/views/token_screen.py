@@ -20,6 +20,7 @@ from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
 from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
 from app.kinds.tiny_lm.views.token_steps import build_token_panel
+from app.kinds.tiny_lm.views.update_view import UpdateView, build_update_view
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
@@ -107,6 +108,7 @@ class TokenScreen:
     api_url: str
     node_api_url: str | None
     paths: PathPanel | None = None
+    update: UpdateView | None = None  # the update step's explanation
 
     @property
     def result(self) -> TokenStepResult:
@@ -157,14 +159,17 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> Tin
         return state.with_kind(**change).url(snapshot)
 
     heads = attention.heads if attention else 0
+    paths = path_panel(state.walkthrough_id, q, device, {p: url(path=p) + "#lm-path-panel" for p in PATH_IDS})
+    form = (q.form or TokenForm.from_params(q.params)).for_path(paths.title if q.path else None)
     token = TokenScreen(
-        panel, q.form or TokenForm.from_params(q.params), q, node, attention,
+        panel, form, q, node, attention,
         tuple((m.id, m.label, url(metric=m.id)) for m in METRICS.values()),
         tuple(url(completion=i) for i in range(result.group_size)) if attention else (),
         tuple(url(head=h) for h in range(heads)),
         tokens_api_url(state.walkthrough_id, state.step_id, q),
         tokens_api_url(state.walkthrough_id, state.step_id, q, state.node) if state.node else None,
-        path_panel(state.walkthrough_id, q, device, {p: url(path=p) + "#lm-path-panel" for p in PATH_IDS}))
+        paths,
+        build_update_view(result) if state.step_id == "update" else None)
     return TinyLMScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state),
                         inspector, token=token)
 
