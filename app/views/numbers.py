@@ -9,7 +9,7 @@ rather than one per module:
 - `param`: a parameter as people type it and as it travels in URLs (1.0 -> "1");
 - `bound`: a parameter's bound in an "allowed" message;
 - `coordinate`: SVG geometry attributes (fixed 6 decimals, trailing zeros dropped);
-- `ratio`: a probability ratio, with digits enough to tell it from its clip bounds (1.2004, not 1.2).
+- `ratio`: a probability ratio, four decimals and more beside a clip bound (1.2004, not 1.2).
 
 Texts for people use the Unicode minus (−); texts for machines (attributes, URLs) the ASCII one.
 """
@@ -79,16 +79,17 @@ def coordinate(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def ratio(value: float) -> str:
-    """A probability ratio ρ, with digits enough to tell it from the clip bounds it is compared
-    with: 1.2004 is not 1.2. Four decimals, more while the text would still read as a round
-    two-decimal value the ratio is not (1.20000003 -> "1.20000003"); trailing zeros dropped, so
-    an exact 1 reads "1". Huge or tiny ratios (overflow guards) use `significant`."""
+def ratio(value: float, bounds: tuple[float, ...] = ()) -> str:
+    """A probability ratio ρ: four decimals (1.2004, 0.7353, 1.0000 for 0.99999), more while the
+    text would read as one of the clip `bounds` the ratio is not (1.20000003 beside a bound of 1.2);
+    an exact whole number as itself ("1", the first update's ratio). Huge or tiny ratios (overflow
+    guards) use `significant`."""
     v = float(value)
     if not math.isfinite(v) or v == 0 or not 1e-4 <= abs(v) < 1e6:
         return significant(v, 4, strip=True)
+    if v.is_integer():
+        return _minus(str(int(v)))
     digits = 4
-    while digits < 12 and round(v, 2) != v and float(f"{v:.{digits}f}") == round(v, 2):
+    while digits < 12 and any(v != b and float(f"{v:.{digits}f}") == b for b in bounds):
         digits += 1
-    text = f"{v:.{digits}f}".rstrip("0").rstrip(".")
-    return _minus(text)
+    return _minus(f"{v:.{digits}f}")

@@ -100,6 +100,13 @@
   });
 
   function markScrollers() {
+    // a strip choice that scrolls sideways (phone) shows its current tab
+    document.querySelectorAll(".token-panel .metric-tabs").forEach(function (nav) {
+      var current = nav.querySelector('[aria-current="true"]');
+      if (current && nav.scrollWidth > nav.clientWidth) {
+        nav.scrollLeft = Math.max(0, current.offsetLeft - nav.offsetLeft - nav.clientWidth / 2);
+      }
+    });
     document.querySelectorAll(".token-panel .table-scroll").forEach(function (box) {
       box.classList.toggle("scrolls-x", box.scrollWidth > box.clientWidth + 1);
     });

@@ -179,7 +179,7 @@ def test_a_clipped_token_that_the_kl_term_moves_says_so(make_context):
     clipped = page.locator("#token-panel .tok.has-kl-pull").first
     clipped.focus()
     expect(clipped.locator(".tok-card")).to_contain_text("the KL term still pulls")
-    expect(page.locator(".kl-pull-note")).to_contain_text(f"{pulled} clipped tokens still get a gradient")
+    expect(page.locator(".kl-pull-note")).to_contain_text(f"{pulled} clipped tokens (✂KL) still get a gradient")
 
 
 def test_ratios_print_enough_digits_to_tell_them_from_the_bound(make_context):

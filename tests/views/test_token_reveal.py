@@ -101,27 +101,31 @@ def test_the_gradient_line_splits_surrogate_and_kl(result):
         in cell.card
 
 
-@pytest.mark.parametrize("value, text", [
-    (1.0, "1"), (1.2004, "1.2004"), (1.2, "1.2"), (1.201593445525175, "1.2016"), (0.7353486967266104, "0.7353"),
-    (1.20000003, "1.20000003"), (0.79999, "0.79999"), (1.00004, "1.00004"), (0.5, "0.5"),
-    (5e-5, f"5e{M}5"), (1e7, "1e7"), (float("inf"), "∞"),
+@pytest.mark.parametrize("value, bounds, text", [
+    (1.0, (), "1"), (1.2004, (), "1.2004"), (1.2, (), "1.2000"), (1.201593445525175, (), "1.2016"),
+    (0.7353486967266104, (), "0.7353"), (0.999991, (), "1.0000"), (0.5, (), "0.5000"),
+    (1.20000003, (), "1.2000"), (1.20000003, (0.8, 1.2), "1.20000003"), (1.19999999, (0.8, 1.2), "1.19999999"),
+    (0.79999, (0.8, 1.2), "0.79999"), (0.79999, (), "0.8000"), (1.2, (0.8, 1.2), "1.2000"),
+    (5e-5, (), f"5e{M}5"), (1e7, (), "1e7"), (float("inf"), (), "∞"),
 ])
-def test_ratio_spelling_tells_a_ratio_from_its_bound(value, text):
-    assert numbers.ratio(value) == text
+def test_ratio_spelling_tells_a_ratio_from_its_bound(value, bounds, text):
+    assert numbers.ratio(value, bounds) == text
 
 
-@pytest.mark.parametrize("bound", [0.8, 1.2, 1.28, 1.0])
-@pytest.mark.parametrize("offset", [4e-4, -4e-4, 3e-8, -3e-8])
+@pytest.mark.parametrize("bound", [0.8, 1.2, 1.28, 3.0])
+@pytest.mark.parametrize("offset", [4e-4, -4e-4, 4e-5, -3e-8, 3e-8])
 def test_a_ratio_off_its_bound_never_prints_as_the_bound(bound, offset):
-    shown = numbers.ratio(bound + offset)
+    shown = numbers.ratio(bound + offset, (0.8, 1.2, 1.28, 3.0))
     assert float(shown.replace(M, "-")) != bound, shown
 
 
-def test_the_ratio_strip_uses_the_ratio_spelling(result):
+def test_the_ratio_strip_uses_the_ratio_spelling_beside_the_clip_bounds(result):
     panel = build_token_panel(result, "ratio")
+    bounds = (1 - result.params.clip_epsilon, 1 + result.params.clip_epsilon_high)
     for row in panel.rows:
         for cell, token in zip(row.cells, row.record.tokens, strict=True):
-            assert cell.shown == numbers.ratio(token.ratio)
+            assert cell.shown == numbers.ratio(token.ratio, bounds)
+            assert ("ρ", numbers.ratio(token.ratio, bounds)) in cell.card
 
 
 # -- verdicts are the reward rule's ------------------------------------------------------------

@@ -39,7 +39,7 @@ METRICS = {m.id: m for m in (
     Metric("advantage", "advantage A", "the completion's advantage, the same for each of its tokens.",
            lambda t, c: c.advantage),
     Metric("ratio", "ratio ρ", "π_θ/π_old of the token; ✂ marks a token whose clip binds (no push from the "
-           "surrogate).", lambda t, c: t.ratio, centre=1.0, log_scale=True, spell=ratio),
+           "surrogate).", lambda t, c: t.ratio, centre=1.0, log_scale=True, spell=lambda v: ratio(v)),
     Metric("kl", "KL", "the per-token KL estimate against the reference (0 where they agree).",
            lambda t, c: t.kl),
     Metric("weight", "weight w", "the token's share of the loss under the aggregation in force.",
@@ -76,6 +76,11 @@ class CompletionRow:
     record: CompletionRecord
     cells: tuple[TokenCell, ...]
     verdict: str  # what the reward rule in force made of it, in words (empty before rewards are shown)
+
+    @property
+    def weights(self) -> str:
+        """Each token's weight w under each aggregation: the same within a completion."""
+        return " · ".join(f"{m} {readout(w)}" for m, w in self.record.weight_by_aggregation.items())
 
 
 def parts_verdict(c: CompletionRecord) -> str:
@@ -132,14 +137,14 @@ def _clip_words(t: TokenRecord, kl_grad: float | None, shown: Collection[str]) -
     return words
 
 
-def _card(t: TokenRecord, c: CompletionRecord, shown: Collection[str], kl_grad: float | None
-          ) -> tuple[tuple[str, str], ...]:
+def _card(t: TokenRecord, c: CompletionRecord, shown: Collection[str], kl_grad: float | None,
+          bounds: tuple[float, ...] = ()) -> tuple[tuple[str, str], ...]:
     """The token's numbers, only those the step has introduced, in the order the steps do."""
     card = [("log π_old", readout(t.logp_old))]
     if "advantage" in shown:
         card.append(("A", readout(c.advantage)))
     if "ratio" in shown:
-        card += [("log π", readout(t.logp)), ("ρ", ratio(t.ratio)), ("clip", _clip_words(t, kl_grad, shown))]
+        card += [("log π", readout(t.logp)), ("ρ", ratio(t.ratio, bounds)), ("clip", _clip_words(t, kl_grad, shown))]
         if t.dual_clip_hit:
             card.append(("dual clip", "binds ⌊"))
     if "kl" in shown:
@@ -201,24 +206,26 @@ class TokenGroup(Protocol):
 def build_token_panel(result: TokenGroup, step_id: str, metric_id: str | None = None,
                       default_metric: str = "grad", shown: Collection[str] | None = None,
                       verdicts: Sequence[str] | None = None,
-                      kl_grads: Sequence[Sequence[float]] | None = None) -> TokenPanel:
+                      kl_grads: Sequence[Sequence[float]] | None = None,
+                      ratio_bounds: tuple[float, ...] = ()) -> TokenPanel:
     """The token strips under `metric_id`, else the step's own metric (`default_metric`, chosen by
     the kind for its step). `shown`: the metrics the step has introduced (None: all); a metric
     asked for by name is shown too. `verdicts`: per completion, in words; `kl_grads`: per token,
-    the KL term's part of ∂loss/∂log π."""
+    the KL term's part of ∂loss/∂log π; `ratio_bounds`: the clip bounds ratios are printed apart from."""
     metric = METRICS[metric_id or default_metric]
     revealed = frozenset(METRICS if shown is None else (*shown, metric.id))
     values = [metric.value(t, c) for c in result.completions for t in c.tokens]
     scale = _scale(metric, values)
     marks_clip = metric.id in CLIP_METRICS and "ratio" in revealed
+    spell = (lambda v: ratio(v, ratio_bounds)) if metric.id == "ratio" else metric.spell
     rows = []
     for i, c in enumerate(result.completions):
         cells = []
         for k, t in enumerate(c.tokens):
             kl = kl_grads[i][k] if kl_grads else None
             v = metric.value(t, c)
-            cells.append(TokenCell(t.text, v, metric.spell(v), scale(v), t.clip_active and marks_clip,
-                                   _card(t, c, revealed, kl),
+            cells.append(TokenCell(t.text, v, spell(v), scale(v), t.clip_active and marks_clip,
+                                   _card(t, c, revealed, kl, ratio_bounds),
                                    bool(t.clip_active and kl and {"ratio", "kl"} <= revealed)))
         verdict = "" if "reward" not in revealed else (verdicts[i] if verdicts else parts_verdict(c))
         rows.append(CompletionRow(i, c, tuple(cells), verdict))

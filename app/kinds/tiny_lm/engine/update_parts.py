@@ -55,7 +55,8 @@ def gradient_split(logp: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.T
     return parts[0], parts[1]
 
 
-def update_parts(policy: M, optimiser: torch.optim.AdamW, score: Callable[[M], torch.Tensor], logp_old: torch.Tensor, logp_ref: torch.Tensor,
+def update_parts(policy: M, optimiser: torch.optim.AdamW, score: Callable[[M], torch.Tensor],
+                 logp_old: torch.Tensor, logp_ref: torch.Tensor,
                  rewards: torch.Tensor, mask: torch.Tensor, c: Conventions) -> tuple[UpdatePart, ...]:
     """Each completion's Σ Δ log π under the update on every term, none, its own, its own
     without KL, and the others'. `policy` and `optimiser` are left as they were."""

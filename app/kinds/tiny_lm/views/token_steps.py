@@ -58,6 +58,7 @@ def verdicts(result: TokenStepResult) -> tuple[str, ...]:
 
 
 def build_token_panel(result: TokenStepResult, step_id: str, metric_id: str | None = None) -> TokenPanel:
-    kl_grads = result.grad_kl or None
+    p = result.params
+    bounds = (1 - p.clip_epsilon, 1 + p.clip_epsilon_high, *((p.dual_clip,) if p.dual_clip else ()))
     return build_strips(result, step_id, metric_id, STEP_METRIC.get(step_id, "grad"), shown_at(step_id),
-                        verdicts(result), kl_grads)
+                        verdicts(result), result.grad_kl or None, bounds)
