@@ -192,3 +192,23 @@ def test_ratios_print_enough_digits_to_tell_them_from_the_bound(make_context):
     assert over, "the default group has a ratio clipped above 1 + ε"
     for ratio, shown in over:
         assert float(shown.replace("−", "-").rstrip("✂")) > 1.2, (ratio, shown)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_axe_finds_nothing_serious_in_the_token_view(make_context, size):
+    """axe-core on the token panel of every step, with a card open by keyboard."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    w, h = SIZES[size]
+    page = make_context(viewport={"width": w, "height": h}, reduced_motion="reduce").new_page()
+    blocking = {}
+    for step in STEPS:
+        open_step(page, step)
+        page.locator("#token-panel .tok").nth(1).focus()
+        found = axe.run(page, context="#token-panel").response["violations"]
+        serious = [f"{v['id']}: {v['help']} ({', '.join(n['target'][0] for n in v['nodes'][:4])})"
+                   for v in found if v["impact"] in {"serious", "critical"}]
+        if serious:
+            blocking[step] = serious
+    assert not blocking, blocking
