@@ -147,9 +147,10 @@
     // Nodes and notes in the frame are obstacles too: a tag must not hide a label.
     frame.querySelectorAll(".graph .node > rect:first-of-type, .graph .annotation-text").forEach(function (el) {
       var r = el.getBoundingClientRect();
-      if (el.closest(".container")  && el.classList.contains("container-box")) return;  // a frame, not a label
-      if (r.right > f.left && r.left < f.right && r.bottom > f.top && r.top < f.bottom)
-        placed.push({ left: r.left - f.left, top: r.top - f.top, w: r.width, h: r.height, obstacle: true });
+      // An open module is a frame, not a label: only its header (name, id, ±) is an obstacle.
+      var h = el.classList.contains("container-box") ? Math.min(r.height, 60 * (base ? base.z : 1)) : r.height;
+      if (r.right > f.left && r.left < f.right && r.top + h > f.top && r.top < f.bottom)
+        placed.push({ left: r.left - f.left, top: r.top - f.top, w: r.width, h: h, obstacle: true });
     });
     function inside(p) { return p.x >= f.left && p.x <= f.right && p.y >= f.top && p.y <= f.bottom; }
     function nodeIn(id) {
