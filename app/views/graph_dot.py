@@ -8,9 +8,9 @@ container's header (its name, id line and ±). An edge to an open container ente
 cluster (`lhead`/`ltail`, `compound=true`) at a member that stands for it.
 
 dot works in points with y up; the world is y down, one world unit a point. A layout is a
-pure function of the dot source, so results are cached on that text: a page never runs
-`dot` twice for the same view. The Python side is the PyPI wrapper `graphviz` (0.21, MIT);
-the `dot` binary is Debian's package `graphviz`.
+pure function of the dot source, so results are cached (the dot text, and the whole layout on
+its inputs): a page never runs `dot` twice for the same view. The Python side is the PyPI
+wrapper `graphviz` (0.21, MIT); the `dot` binary is Debian's package `graphviz`.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-import graphviz
+import graphviz  # type: ignore[import-untyped]  # no stubs; a thin wrapper over the dot program
 
 from app.views.numbers import coordinate as fmt
 
@@ -181,16 +181,25 @@ def _run_dot(source: str) -> tuple[str, float]:
 
 def dot_layout(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
                edges: Sequence[tuple[str, str]]) -> Layout:
-    """Boxes for every node and open container, and a routed path for every edge."""
+    """Boxes for every node and open container, and a routed path for every edge. The whole
+    result is cached on its inputs (a page asks for the same view more than once)."""
+    key = (tuple(nodes), tuple(clusters), tuple(edges))
+    before = _layout.cache_info().hits
+    laid = _layout(*key)
+    if _layout.cache_info().hits > before:
+        with _lock:
+            STATS["hits"] += 1
+        return Layout(laid.boxes, laid.paths, laid.width, laid.height, 0.0)
+    return laid
+
+
+@lru_cache(maxsize=512)
+def _layout(nodes: tuple[LayoutNode, ...], clusters: tuple[LayoutCluster, ...],
+            edges: tuple[tuple[str, str], ...]) -> Layout:
     if not nodes:
         return Layout({}, {}, 0.0, 0.0, 0.0)
     source, names, cluster_names = _source(nodes, clusters, edges)
-    before = _run_dot.cache_info().hits
     text, seconds = _run_dot(source)
-    if _run_dot.cache_info().hits > before:
-        with _lock:
-            STATS["hits"] += 1
-        seconds = 0.0
     data = json.loads(text)
     _, _, width, height = (float(v) for v in data["bb"].split(","))
     by_name = {v: k for k, v in {**names, **cluster_names}.items()}
@@ -303,6 +312,7 @@ def _detour(path: str, obstacles: Sequence[Box]) -> str:
 
 
 def cache_clear() -> None:
+    _layout.cache_clear()
     _run_dot.cache_clear()
 
 

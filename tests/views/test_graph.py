@@ -13,7 +13,14 @@ import pytest
 
 from app.domain.snapshot import load_snapshot, parse_snapshot
 from app.views.graph import Camera, build_graph_view
-from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, ancestors, edge_box_crossings, representative, visible_node_ids
+from app.views.graph_layout import (
+    NODE_HEIGHT,
+    NODE_WIDTH,
+    ancestors,
+    edge_box_crossings,
+    representative,
+    visible_node_ids,
+)
 from app.views.numbers import coordinate as fmt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
