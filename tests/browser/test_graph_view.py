@@ -56,9 +56,15 @@ def test_enter_selects_a_module_its_toggle_opens_it_and_focus_stays(page):
     page.goto(BY_ID["advantages"].path)
     wait_settled(page)
     ratio = node(page, "ratio")
-    # Tab from the last toolbar button reaches the graph's nodes: each node is one Tab stop
-    # Tab on to `input`, far left of this step's camera: it is panned into the frame
-    inp = node(page, "input")
+    # Tab from the last toolbar button reaches the graph's nodes: each node is one Tab stop.
+    # Tab on to a node outside this step's camera (which frames advantages and its neighbours,
+    # at a readable zoom): it is panned into the frame
+    outside = page.evaluate("""() => Array.from(document.querySelectorAll('.graph [data-node-id]')).map(el => {
+        const f = el.closest('.graph-frame').getBoundingClientRect(), b = el.getBoundingClientRect();
+        return [el.getAttribute('data-node-id'), f.left <= b.left && b.right <= f.right && f.top <= b.top && b.bottom <= f.bottom];
+      }).filter(p => !p[1]).map(p => p[0])""")
+    assert outside, "the whole graph fits at this step's camera: nothing to pan to"
+    inp = node(page, outside[-1])
     assert not inside_frame(page, inp)
     page.get_by_role("button", name="Zoom out").focus()
     page.keyboard.press("Tab")
@@ -109,6 +115,17 @@ FULLY_INSIDE_FRAME = """el => {
 }"""
 
 
+# A point in the frame's lower left where nothing is drawn (no node, edge or tag under it).
+EMPTY_SPOT = """() => {
+  const f = document.querySelector('.graph-frame').getBoundingClientRect();
+  for (let dy = 20; dy < f.height - 100; dy += 10) for (let dx = 20; dx < f.width - 140; dx += 10) {
+    const x = f.left + dx, y = f.bottom - dy, el = document.elementFromPoint(x, y);
+    if (el && (el.id === 'graph' || el.classList.contains('pan-target') || el.classList.contains('graph-frame'))) return [x, y];
+  }
+  return [f.left + 20, f.bottom - 20];
+}"""
+
+
 def inside_frame(page, locator) -> bool:
     f, b = page.locator(".graph-frame").bounding_box(), locator.bounding_box()
     return (f["x"] <= b["x"] and b["x"] + b["width"] <= f["x"] + f["width"]
@@ -144,7 +161,7 @@ def test_pan_and_zoom(make_context, shot):
 
     # drag on an empty part of the frame pans, and does not select a node
     frame = page.locator(".graph-frame").bounding_box()
-    x, y = frame["x"] + 20, frame["y"] + frame["height"] - 20
+    x, y = page.evaluate(EMPTY_SPOT)
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + 60, y - 40, steps=6)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from paths import ROOT, SEED_PATH
 
 from app.domain.snapshot import parse_snapshot
 from app.export.document import build_document, export, render, timestamp, trace_graph
-from app.export.layout import MEMBER_TOP, NODE_HEIGHT, NODE_WIDTH, PADDING
+from app.export.layout import NODE_HEIGHT, NODE_WIDTH, layout
 from app.export.steps import read_steps
 from app.export.targets import TARGETS
 from app.kinds.toy.engine.node_map import is_runnable
@@ -101,38 +102,47 @@ def test_the_export_is_runnable_by_the_engine(exported):
 
 
 def test_layout_constants_are_the_renderers():
-    assert (NODE_WIDTH, NODE_HEIGHT, PADDING, MEMBER_TOP) == (
-        graph_layout.NODE_WIDTH, graph_layout.NODE_HEIGHT, graph_layout.PADDING, graph_layout.MEMBER_TOP)
+    """The file's boxes are the renderer's smallest box (the app lays every view out with dot,
+    growing a box to its text, so the file's positions only serve other readers of the format)."""
+    assert (NODE_WIDTH, NODE_HEIGHT) == (graph_layout.NODE_WIDTH, graph_layout.NODE_HEIGHT)
+
+
+def file_boxes(expanded):
+    """The boxes the file's positions describe (the exporter's own geometry, app/export/layout.py)."""
+    graph, _ = trace_graph(TARGETS["toy_grpo"])
+    return layout(graph, expanded)[1]
 
 
 def test_each_camera_frames_its_selected_and_expanded_nodes(exported):
-    """Drawn by the app's own geometry, every framed box lies inside the step's viewport."""
+    """The file is self-consistent: each step's saved camera frames its selected and expanded
+    boxes as the file's positions place them, inside the step's viewport."""
     _, snap = exported
     for step in snap.steps:
         view = step.view
-        graph = build_graph_view(snap, view.expanded_module_ids, view.selected_node_ids, camera=view.camera,
-                                 viewport=(view.viewport.width, view.viewport.height),
-                                 positions=view.node_positions)
+        boxes = file_boxes(view.expanded_module_ids)
         z, cx, cy = view.camera.z, view.camera.x, view.camera.y
         for node_id in [*view.selected_node_ids, *view.expanded_module_ids]:
-            n = graph.node(node_id)
-            left, top = n.x * z + cx, n.y * z + cy
-            right, bottom = (n.x + n.width) * z + cx, (n.y + n.height) * z + cy
+            x, y, w, h = boxes[node_id]
+            left, top = x * z + cx, y * z + cy
+            right, bottom = (x + w) * z + cx, (y + h) * z + cy
             assert 0 <= left and right <= view.viewport.width and 0 <= top and bottom <= view.viewport.height, step.id
 
 
 def test_open_modules_overlap_nothing(exported):
-    """Each step is laid out with its modules open: no two top-level boxes overlap."""
+    """Each step is laid out with its modules open, in the file and as the app draws it (dot):
+    no two top-level boxes overlap."""
     _, snap = exported
     for step in snap.steps:
         view = step.view
-        graph = build_graph_view(snap, view.expanded_module_ids, [], positions=view.node_positions)
-        top = [n for n in graph.nodes if n.parent_id is None]
-        for i, a in enumerate(top):
-            for b in top[i + 1:]:
-                apart = (a.x + a.width <= b.x or b.x + b.width <= a.x or a.y + a.height <= b.y
-                         or b.y + b.height <= a.y)
-                assert apart, (step.id, a.id, b.id)
+        drawn = build_graph_view(snap, view.expanded_module_ids, [])
+        stored = file_boxes(view.expanded_module_ids)
+        for top in ([(n.id, (n.x, n.y, n.width, n.height)) for n in drawn.nodes if n.parent_id is None],
+                    [(n, b) for n, b in stored.items() if snap.node(n).parent_id is None]):
+            for i, (a, ba) in enumerate(top):
+                for b, bb in top[i + 1:]:
+                    apart = (ba[0] + ba[2] <= bb[0] or bb[0] + bb[2] <= ba[0] or ba[1] + ba[3] <= bb[1]
+                             or bb[1] + bb[3] <= ba[1])
+                    assert apart, (step.id, a, b)
 
 
 def test_exports_are_deterministic():
@@ -189,8 +199,13 @@ def test_the_app_serves_the_export_as_a_walkthrough(exported, tmp_path, make_cli
         html = BeautifulSoup(page.text, "html.parser")
         assert html.select_one("#step-title").get_text() == step.title
         assert [n["data-node-id"] for n in html.select(".graph .node.selected")] == step.view.selected_node_ids
-        c = step.view.camera
-        fmt = graph_layout.fmt
-        assert html.select_one("#camera")["transform"] == f"translate({fmt(c.x)} {fmt(c.y)}) scale({fmt(c.z)})"
+        # the camera frames the selection as dot lays the view out (not the file's saved camera,
+        # which framed the file's positions): readable zoom, the selected box inside the viewport
+        x, y, z = (float(v) for v in re.findall(r"-?[\d.]+", html.select_one("#camera")["transform"]))
+        assert 1 <= z <= 1.25, step.id
+        for rect in html.select(".graph .node.selected > rect"):
+            left, top = float(rect["x"]) * z + x, float(rect["y"]) * z + y
+            right, bottom = left + float(rect["width"]) * z, top + float(rect["height"]) * z
+            assert 0 <= left < right <= step.view.viewport.width and 0 <= top < bottom <= step.view.viewport.height
     tensors = client.get("/api/walkthroughs/exported_toy/tensors", params={"node": "sub@ToyGRPO#0"})
     assert tensors.status_code == 200 and list(tensors.json()["nodes"]) == ["sub@ToyGRPO#0"]
