@@ -70,31 +70,39 @@
 
   // A card hangs under its token, from its left edge; near the right edge of the screen it is
   // hung from the token's right edge instead, and near the bottom it stands above the token, so
-  // that it stays whole on screen. (On a phone the
-  // CSS docks every card to the bottom of the screen: nothing to place.)
-  function placeCard(tok) {
+  // that it stays whole on screen. On a phone the CSS docks every card to the bottom of the
+  // screen: there the page scrolls so that the card does not cover its own token.
+  function placeCard(tok, focused) {
     var card = tok.querySelector(".tok-card");
     if (!card) { return; }
     tok.classList.remove("card-from-right", "card-above");
     var style = getComputedStyle(card);
-    if (style.display === "none" || style.position === "fixed") { return; }
+    if (style.display === "none") { return; }
     var box = card.getBoundingClientRect();
+    if (style.position === "fixed") {  // docked: on focus, the page scrolls the token out from under it
+      var under = tok.getBoundingClientRect().bottom + 8 - box.top;
+      if (focused && under > 0) { window.scrollBy(0, under); }
+      return;
+    }
     if (box.right > document.documentElement.clientWidth - 4) { tok.classList.add("card-from-right"); }
-    // too low to hang below, and room above: it stands on the token instead
-    if (box.bottom > window.innerHeight - 4 && tok.getBoundingClientRect().top - box.height > 4) {
-      tok.classList.add("card-above");
+    // too low to hang below: it stands on the token if there is room above, else on focus the
+    // page scrolls up until it fits
+    var low = box.bottom - (window.innerHeight - 4);
+    if (low > 0) {
+      if (tok.getBoundingClientRect().top - box.height > 4) { tok.classList.add("card-above"); }
+      else if (focused) { window.scrollBy(0, low + 4); }
     }
   }
   document.addEventListener("mouseover", function (e) {
     var tok = e.target.closest && e.target.closest(".tokens > .tok");
-    if (tok) { placeCard(tok); }
+    if (tok) { placeCard(tok, false); }
   });
 
   // Whatever focused a token or a tab (keys, a click, a script), it becomes its group's Tab stop.
   document.addEventListener("focusin", function (e) {
     if (!e.target.closest) { return; }
     var tok = e.target.closest(".tokens > .tok");
-    if (tok) { makeCurrent(tok, items(tok.parentNode, ".tok")); placeCard(tok); return; }
+    if (tok) { makeCurrent(tok, items(tok.parentNode, ".tok")); placeCard(tok, true); return; }
     var member = e.target.closest("[data-roving] > a, [data-roving] > button");
     if (member) { makeCurrent(member, items(member.parentNode, "a, button")); }
   });

@@ -212,3 +212,28 @@ def test_axe_finds_nothing_serious_in_the_token_view(make_context, size):
         if serious:
             blocking[step] = serious
     assert not blocking, blocking
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_focused_tokens_card_never_covers_the_token(make_context, size):
+    """Walking every token by keyboard: each one's card is whole on screen and leaves the token
+    itself visible (on a phone the card docks to the bottom and the page scrolls the token up)."""
+    w, h = SIZES[size]
+    page = make_context(viewport={"width": w, "height": h}, reduced_motion="reduce").new_page()
+    open_step(page, "update")
+    page.mouse.move(0, 0)
+    rows = page.locator("#token-panel .completion .tokens")
+    rows.nth(0).locator(".tok").first.focus()
+    boxes = """() => { const t = document.activeElement, c = t.querySelector('.tok-card');
+      const a = t.getBoundingClientRect(), b = c.getBoundingClientRect();
+      return {t: [a.left, a.top, a.right, a.bottom], c: [b.left, b.top, b.right, b.bottom],
+              vw: document.documentElement.clientWidth, vh: window.innerHeight}; }"""
+    for r in range(rows.count()):
+        for _ in range(rows.nth(r).locator(".tok").count()):
+            box = page.evaluate(boxes)
+            (tl, tt, tr, tb), (cl, ct, cr, cb) = box["t"], box["c"]
+            assert cl >= 0 and ct >= 0 and cr <= box["vw"] and cb <= box["vh"], box
+            assert tr <= cl or cr <= tl or tb <= ct or cb <= tt, ("the card covers its token", box)
+            page.keyboard.press("ArrowRight")
+        page.keyboard.press("Home")
+        page.keyboard.press("ArrowDown")
