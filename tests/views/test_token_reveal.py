@@ -185,6 +185,11 @@ def test_the_update_sentence_is_the_engines_numbers(result):
               p.own + p.others - p.momentum_only):
         assert signed(v) in view.sentence, (v, view.sentence)
     assert f"#{view.focus} has A = {readout(c.advantage)}" in view.sentence
+    # every other negative-advantage completion that rose is named, with its own numbers
+    for i, (ci, pi) in enumerate(zip(result.completions, result.update_parts, strict=True)):
+        if i != view.focus and ci.advantage < 0 < pi.all_terms:
+            assert f"#{i} ({signed(pi.all_terms)}: own terms alone {signed(pi.own)}, the others' " \
+                   f"{signed(pi.others)})" in view.sentence
     # the rows are the engine's, one per completion
     assert [r.part for r in view.rows] == list(result.update_parts)
     assert all(r.direction == ("more likely ↑" if r.part.all_terms > 0 else "less likely ↓") for r in view.rows)

@@ -80,4 +80,9 @@ def build_update_view(result: TokenStepResult) -> UpdateView | None:
         f"completions' terms, by {signed(p.others)}. {lifted}{share} The parts do not add up (own + others − "
         f"momentum = {signed(added)}, not {signed(p.all_terms)}) because AdamW divides each weight's step by "
         f"its running gradient size.")
+    also = [x for x in risers if x is not r]
+    if also:
+        sentence += " Also more likely despite A < 0: " + "; ".join(
+            f"#{x.index} ({signed(x.part.all_terms)}: own terms alone {signed(x.part.own)}, the others' "
+            f"{signed(x.part.others)})" for x in also) + "."
     return UpdateView(rows, r.index, sentence)
