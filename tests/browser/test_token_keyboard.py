@@ -237,3 +237,32 @@ def test_a_focused_tokens_card_never_covers_the_token(make_context, size):
             page.keyboard.press("ArrowRight")
         page.keyboard.press("Home")
         page.keyboard.press("ArrowDown")
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_on_a_phone_the_figure_starts_with_its_tokens_and_nothing_is_tiny(make_context, step):
+    """Issue 20: the token panel is compact enough to be a step's focus figure at 390×844: its
+    header (title, prompt, strip choice, explanation) stays short, no text in it is below 11 px,
+    and a table wider than the screen scrolls in its own box, marked with its cue."""
+    page = make_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce").new_page()
+    open_step(page, step)
+    page.evaluate("() => document.dispatchEvent(new Event('htmx:afterSettle'))")  # tokens.js marks scrollers
+    m = page.evaluate("""() => {
+      const panel = document.querySelector('#token-panel');
+      const first = panel.querySelector('.completion .tok');
+      const tiny = [...panel.querySelectorAll('*')].filter(e => e.getClientRects().length
+          && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())
+          && parseFloat(getComputedStyle(e).fontSize) < 11).map(e => e.className || e.tagName);
+      const boxes = [...panel.querySelectorAll('.table-scroll')].map(b => ({
+          wide: b.scrollWidth > b.clientWidth + 1, cue: b.classList.contains('scrolls-x'),
+          scrolls: ['auto', 'scroll'].includes(getComputedStyle(b).overflowX)}));
+      return {header: first.getBoundingClientRect().top - panel.getBoundingClientRect().top, tiny, boxes,
+              sideways: document.scrollingElement.scrollWidth > window.innerWidth};
+    }""")
+    # under ~350 px of step text, a header of at most 280 px puts the first completion's first
+    # row of tokens (about 50 px) inside the 844 px of the first screen
+    assert m["header"] <= 280, m
+    assert m["tiny"] == [], m
+    assert not m["sideways"], m
+    for box in m["boxes"]:
+        assert box["scrolls"] and box["cue"] == box["wide"], m
