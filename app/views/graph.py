@@ -235,11 +235,12 @@ def _text_box(display_name: str, short_label: str, shape: str, members: str | No
 
 def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iterable[str], *,
                      framed: Iterable[str] = (), viewport: tuple[float, float] | None = None,
-                     shapes: Mapping[str, Sequence[int]] | None = None) -> GraphView:
+                     shapes: Mapping[str, Sequence[int]] | None = None, compact: bool = False) -> GraphView:
     """The drawn graph of one view, laid out by dot. Unknown ids in ``expanded``/``selected``/
     ``framed`` are ignored (the routes validate them); ``shapes`` (traced, per node id) feed the
     shape line and its warning; ``framed`` (default: the selection) is what the camera shows
-    whole, with its direct neighbours when they fit. The export's saved positions and cameras
+    whole, with its direct neighbours when they fit; ``compact`` (the overview) packs the layers
+    closer. The export's saved positions and cameras
     belong to its author's layout, which dot replaces (docs/design.md §2, "Graph layout")."""
     expanded = list(expanded)
     visible = visible_node_ids(snapshot, expanded)
@@ -266,7 +267,7 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
                     for nid in visible if nid not in containers]
     clusters = [LayoutCluster(nid, snapshot.node(nid).parent_id, sized[nid][1], sized[nid][2] - 8)
                 for nid in visible if nid in containers]
-    laid = dot_layout(layout_nodes, clusters, [(e.source, e.target) for e in folded])
+    laid = dot_layout(layout_nodes, clusters, [(e.source, e.target) for e in folded], compact=compact)
 
     drawn: list[DrawnNode] = []
     for nid in visible:

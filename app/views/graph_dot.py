@@ -35,6 +35,7 @@ INSTALL_HINT = ("Graphviz's `dot` program is missing: the graph layout needs it.
 RANKDIR = "TB"
 NODESEP_IN = 0.4     # between boxes of one rank (inches: 29 world units)
 RANKSEP_IN = 0.75    # between ranks: room for the arrowheads and a note above a box (the rewards)
+COMPACT_RANKSEP_IN = 0.5   # the overview's: the whole model fits a 1920 x 1080 frame at readable zoom
 CLUSTER_MARGIN = 14  # points between an open module's frame and its members
 
 
@@ -119,12 +120,12 @@ def _one_spline(pos: str, height: float) -> str:
 
 
 def _source(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
-            edges: Sequence[tuple[str, str]]) -> tuple[str, dict[str, str], dict[str, str]]:
+            edges: Sequence[tuple[str, str]], ranksep: float = RANKSEP_IN) -> tuple[str, dict[str, str], dict[str, str]]:
     """The dot text, dot's names for our nodes (n0, n1, ... in file order) and for clusters."""
     names = {n.id: f"n{i}" for i, n in enumerate(nodes)}
     cluster_names = {c.id: f"cluster_{i}" for i, c in enumerate(clusters)}
     graph = graphviz.Digraph("G", graph_attr={
-        "rankdir": RANKDIR, "nodesep": str(NODESEP_IN), "ranksep": str(RANKSEP_IN), "compound": "true",
+        "rankdir": RANKDIR, "nodesep": str(NODESEP_IN), "ranksep": str(ranksep), "compound": "true",
         "newrank": "true",  # ranks across clusters: fewer edges cut through an unrelated module
         "splines": "true", "margin": "0", "outputorder": "edgesfirst", "ordering": "out"},
         node_attr={"shape": "box", "fixedsize": "true", "label": "", "margin": "0"},
@@ -180,10 +181,10 @@ def _run_dot(source: str) -> tuple[str, float]:
 
 
 def dot_layout(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
-               edges: Sequence[tuple[str, str]]) -> Layout:
+               edges: Sequence[tuple[str, str]], *, compact: bool = False) -> Layout:
     """Boxes for every node and open container, and a routed path for every edge. The whole
     result is cached on its inputs (a page asks for the same view more than once)."""
-    key = (tuple(nodes), tuple(clusters), tuple(edges))
+    key = (tuple(nodes), tuple(clusters), tuple(edges), COMPACT_RANKSEP_IN if compact else RANKSEP_IN)
     before = _layout.cache_info().hits
     laid = _layout(*key)
     if _layout.cache_info().hits > before:
@@ -195,10 +196,10 @@ def dot_layout(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
 
 @lru_cache(maxsize=512)
 def _layout(nodes: tuple[LayoutNode, ...], clusters: tuple[LayoutCluster, ...],
-            edges: tuple[tuple[str, str], ...]) -> Layout:
+            edges: tuple[tuple[str, str], ...], ranksep: float) -> Layout:
     if not nodes:
         return Layout({}, {}, 0.0, 0.0, 0.0)
-    source, names, cluster_names = _source(nodes, clusters, edges)
+    source, names, cluster_names = _source(nodes, clusters, edges, ranksep)
     text, seconds = _run_dot(source)
     data = json.loads(text)
     _, _, width, height = (float(v) for v in data["bb"].split(","))

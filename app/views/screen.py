@@ -132,7 +132,8 @@ def build_graph(snapshot: Snapshot, state: ViewState, shapes: dict[str, tuple[in
     selected = [state.node] if state.node else []
     viewport = (step.view.viewport.width, step.view.viewport.height)
     if state.overview:
-        return replace(build_graph_view(snapshot, (), selected, viewport=viewport, shapes=shapes), fit_all=True)
+        return replace(build_graph_view(snapshot, (), selected, viewport=viewport, shapes=shapes, compact=True),
+                       fit_all=True)
     holds = {a for n in selected if n in snapshot.node_map for a in ancestors(snapshot, n)}
     framed = [*selected, *(m for m in state.expanded if m not in holds)]
     return build_graph_view(snapshot, state.expanded, selected, framed=framed, viewport=viewport, shapes=shapes)

@@ -65,7 +65,7 @@
     var camera;
     if (svg.getAttribute("data-fit") === "all") {
       var all = Array.prototype.map.call(svg.querySelectorAll(".node > .box, .node > .container-box"), rectBox);
-      camera = GRPOCamera.fitAll(all, size, 1.25);
+      camera = GRPOCamera.fitAll(all, size, 1.25, GRPOCamera.READABLE_PX / GRPOCamera.LABEL_PX);
     } else {
       function boxes(ids) {
         return ids.map(function (id) { return nodeBox(svg, id); }).filter(Boolean);
@@ -133,7 +133,8 @@
     var labelPx = GRPOCamera.LABEL_PX * k;
     var boost = labelPx < GRPOCamera.READABLE_PX ? Math.min(3, GRPOCamera.READABLE_PX / labelPx) : 1;
     svg.style.setProperty("--label-boost", String(boost));
-    svg.classList.toggle("zoom-far", GRPOCamera.DETAIL_PX * k < 10.5);
+    // the 11-unit lines hide as soon as they would be under 11 px (the overview can zoom out)
+    svg.classList.toggle("zoom-far", GRPOCamera.DETAIL_PX * k < GRPOCamera.READABLE_PX - 0.01);
   }
 
   // An edge with an end outside the frame fades, and a tag at the frame's edge names the

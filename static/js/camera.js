@@ -37,13 +37,18 @@
     return { x: x, y: y, z: z };
   }
 
-  // The whole graph in the frame (Overview): every box, centred, never past maxZoom.
-  function fitAll(boxes, frame, maxZoom) {
+  // The whole graph in the frame (Overview): every box, centred, never past maxZoom, and never
+  // below minZoom (where 13-unit labels are 11 px): what does not fit then is panned to, from
+  // the top of the model (its inputs) and its middle across.
+  function fitAll(boxes, frame, maxZoom, minZoom) {
     var box = union(boxes), fw = frame.width, fh = frame.height;
     if (!box) return { x: 0, y: 0, z: 1 };
     var margin = Math.min(24, 0.06 * Math.min(fw, fh));
     var z = Math.min(maxZoom || 1.25, (fw - 2 * margin) / Math.max(box.width, 1), (fh - 2 * margin) / Math.max(box.height, 1));
-    return { x: (fw - box.width * z) / 2 - box.x * z, y: (fh - box.height * z) / 2 - box.y * z, z: z };
+    if (minZoom) z = Math.max(z, minZoom);
+    var x = (fw - box.width * z) / 2 - box.x * z;
+    var y = box.height * z <= fh - 2 * margin ? (fh - box.height * z) / 2 - box.y * z : margin - box.y * z;
+    return { x: x, y: y, z: z };
   }
 
   function shift(lo, hi, min, max) {
