@@ -74,9 +74,10 @@ class Screen:
         return bool(self.story and self.story.form_open) or bool(getattr(form, "errors", None))
 
     def next_walkthrough(self, others: Any) -> Any:
-        """Where the last step leads on: the first other walkthrough that loaded, if any."""
-        return next((w for w in others or () if not getattr(w, "current", False) and not getattr(w, "error", None)),
-                    None)
+        """Where the last step leads on: the first other built-in walkthrough that loaded, if any
+        (an upload is not the next chapter of the story)."""
+        return next((w for w in others or () if getattr(w, "builtin", False) and not getattr(w, "current", False)
+                     and not getattr(w, "error", None)), None)
 
     @property
     def overview(self) -> bool:

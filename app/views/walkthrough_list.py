@@ -31,6 +31,7 @@ class ListedWalkthrough:
     error: str | None
     current: bool
     start_url: str = ""  # its first step: where the story starts (`url` opens the export's own opening view)
+    builtin: bool = False  # one of ours (TEACHES): a last step leads on to these only
 
 
 def list_walkthroughs(entries: list[CatalogEntry], current: str | None = None) -> list[ListedWalkthrough]:
@@ -41,5 +42,6 @@ def list_walkthroughs(entries: list[CatalogEntry], current: str | None = None) -
         own_title = e.snapshot.collaboration.walkthrough.title if e.snapshot else e.source
         start = URLS.step(e.id, e.snapshot.steps[0].id) if e.snapshot and e.snapshot.steps else URLS.walkthrough(e.id)
         listed.append(ListedWalkthrough(e.id, title or own_title, teaches or own_title, URLS.walkthrough(e.id),
-                                        len(e.snapshot.steps) if e.snapshot else 0, e.error, e.id == current, start))
+                                        len(e.snapshot.steps) if e.snapshot else 0, e.error, e.id == current, start,
+                                        e.id in TEACHES))
     return listed

@@ -29,8 +29,7 @@
   // -- the camera ---------------------------------------------------------------------
 
   // The step's camera fitted to the frame the browser has (camera.js). Sets the SVG's user
-  // units to frame pixels, so the camera transform alone places the graph. Boxes are the
-  // nodes' whole drawings (getBBox: a note above a box or a warning below it included).
+  // units to frame pixels, so the camera transform alone places the graph.
   var fittedFor = null;     // the layout and frame size the current base was fitted to
   function layoutKey() {
     var frame = document.querySelector(".graph-frame");
@@ -39,19 +38,16 @@
     return (svg.getAttribute("data-layout") || "") + "@" + frame.clientWidth + "x" + frame.clientHeight;
   }
 
+  // A node's box for the fit: its rect, with room for a note above it (the rewards line) and a
+  // warning under it. Not the text's own extent: that changes as fonts load, and the same URL
+  // must always get the same camera.
   function nodeBox(svg, id) {
     var g = svg.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"]');
     if (!g) return null;
-    var rect = rectBox(g.querySelector(":scope > rect"));
-    try {
-      var b = g.getBBox();   // world units: #camera's transform is outside the node's group
-      if (b.width && b.height) {
-        var x0 = Math.min(rect.x, b.x), y0 = Math.min(rect.y, b.y);
-        return { x: x0, y: y0, width: Math.max(rect.x + rect.width, b.x + b.width) - x0,
-                 height: Math.max(rect.y + rect.height, b.y + b.height) - y0 };
-      }
-    } catch (e) { /* not rendered: the rect alone */ }
-    return rect;
+    var b = rectBox(g.querySelector(":scope > rect"));
+    if (g.querySelector(":scope > .annotation")) { b.y -= 34; b.height += 34; }
+    if (g.querySelector(":scope > .warning-text")) b.height += 20;
+    return b;
   }
 
   function fitCamera() {
@@ -434,6 +430,19 @@
     var invalid = document.querySelector("#param-form [aria-invalid=true]");
     if (invalid) again = invalid;
     if (again) again.focus({ preventScroll: true });
+    // The control used may be gone or not focusable in the new screen (a node link the graph
+    // keeps out of the Tab order): focus never falls to <body>. A node or module: its box in
+    // the graph, else the inspector; anything else: the step's text.
+    if (!document.activeElement || document.activeElement === document.body) {
+      var fallback = null;
+      if (what === "node" || what === "toggle") {
+        var picked = document.querySelector(".graph [data-node-id].selected");
+        fallback = picked && (picked.matches("[tabindex]") ? picked : picked.querySelector("[tabindex], a"));
+        if (!fallback || fallback.getAttribute("tabindex") === "-1") fallback = document.getElementById("inspector");
+      }
+      fallback = fallback || document.getElementById("step-panel");
+      if (fallback) fallback.focus({ preventScroll: true });
+    }
     var show = null;
     if (what === "step") show = document.getElementById("step-panel");
     else if (what === "stage") show = document.querySelector(".stage-card");
@@ -448,8 +457,9 @@
   // their natural size so their text stays >= 11px) must be reachable by keyboard, or its
   // right part cannot be scrolled to without a pointer.
   function scrollableFigures() {
-    document.querySelectorAll(".process-figure").forEach(function (fig) {
+    document.querySelectorAll(".process-figure, .chart-scroll").forEach(function (fig) {
       var scrolls = fig.scrollWidth > fig.clientWidth + 1;
+      fig.classList.toggle("scrolls", scrolls);
       if (scrolls && !fig.hasAttribute("tabindex")) {
         var title = fig.querySelector("svg title, figcaption");
         fig.setAttribute("tabindex", "0");

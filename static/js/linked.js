@@ -20,8 +20,10 @@
     return v ? v.split(/\s+/).filter(Boolean) : [];
   }
 
+  // The inspector and the step's focus figure each link within themselves: the figure's table
+  // and chart show the same group as the inspector's, and one sample should light once.
   function scopeOf(el) {
-    return el.closest("#inspector") || document;
+    return el.closest("#inspector, #story-figure") || document;
   }
 
   // The samples and choices that `src` stands for.
@@ -64,7 +66,7 @@
 
   function sourceOf(target) {
     var src = target && target.closest ? target.closest(SOURCE) : null;
-    return src && src.closest("#inspector") ? src : null;
+    return src && src.closest("#inspector, #story-figure") ? src : null;
   }
 
   document.addEventListener("mouseover", function (e) {

@@ -60,6 +60,13 @@ def pan_into_view(page: Page, locator) -> None:
         arg=[locator.element_handle(), frame["x"] + frame["width"] / 2, frame["y"] + frame["height"] / 2])
 
 
+def open_form(page: Page) -> None:
+    """Unfold "Change the numbers" (folded except on a step about a parameter)."""
+    fold = page.locator("details#change-numbers")
+    if not fold.evaluate("d => d.open"):
+        fold.locator("> summary").click()
+
+
 def wait_settled(page: Page) -> None:
     """No htmx request in flight, the camera fitted (app.js does it in the first frame) and no
     camera tween running."""
@@ -144,7 +151,7 @@ def expect_inspector_matches_api(page: Page, node_id: str, api: dict) -> None:
     grads = numbers(page, '#inspector [data-tensor="grad"]')
     assert values and values == flat(record["values"]), (values, record["values"])
     assert grads == flat(record["grad"]), (grads, record["grad"])
-    rows = page.locator("#group-table tbody tr")
+    rows = page.locator("#group-table-full tbody tr")   # every term; the story's table shows the step's
     expect(rows).to_have_count(len(api["samples"]))
-    table = numbers(page, "#group-table tbody tr")
+    table = numbers(page, "#group-table-full tbody tr")
     assert table == [float(s[k]) for s in api["samples"] for k in SAMPLE_COLUMNS]

@@ -114,5 +114,11 @@ def test_keyboard_focus_is_always_visible(page):
     expect(skip).to_be_in_viewport()
     page.keyboard.press("Enter")
     expect(page.locator("#step-panel")).to_be_focused()
+    # then the terms of the step's point (each opens its definition), then Previous
+    terms = page.locator("#step-point button.term").count()
+    assert terms >= 3
+    for _ in range(terms):
+        page.keyboard.press("Tab")
+        expect(page.locator(":focus")).to_have_class("term")
     page.keyboard.press("Tab")
     expect(page.locator("#prev-step")).to_be_focused()

@@ -3,7 +3,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_helpers import BY_ID, expect_inspector_matches_api, node, numbers, pan_into_view, wait_settled
+from browser_helpers import BY_ID, expect_inspector_matches_api, node, numbers, open_form, pan_into_view, wait_settled
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -112,6 +112,7 @@ def test_a_copied_url_reloads_the_same_view(context, shot):
     toggle.focus()
     page.keyboard.press("Enter")                         # expand ratio with its ±
     expect(node(page, "python@ratio#0")).to_be_visible()
+    open_form(page)
     page.locator("#p-seed").fill("3")
     page.locator("#p-beta").fill("0.1")
     page.get_by_role("button", name="Recompute").click()

@@ -74,20 +74,24 @@ def test_next_keeps_the_title_and_the_selection_in_view(make_context, size):
 
 
 @pytest.mark.parametrize("size", ["laptop", "desktop"])
-def test_wide_screens_put_graph_and_step_side_by_side_above_the_fold(make_context, size):
+def test_wide_screens_put_the_step_and_its_figure_side_by_side_above_the_fold(make_context, size):
+    """The story row (docs/design.md §1b): the step's point left of its figure, both starting at the
+    top of the first view; the graph, as context, takes the full width below them."""
     page = open_at(make_context, size, STEPS[2].path)
-    graph, panel = page.locator("#graph-stage").bounding_box(), page.locator("#step-panel").bounding_box()
-    assert graph["x"] + graph["width"] <= panel["x"], (graph, panel)            # side by side
-    assert graph["y"] < SIZES[size][1] - 200 and panel["y"] < 120
+    panel, figure = page.locator("#step-panel").bounding_box(), page.locator("[data-step-focus]").bounding_box()
+    assert panel["x"] + panel["width"] <= figure["x"], (panel, figure)          # side by side
+    assert panel["y"] < 120 and figure["y"] < 120
     expect(page.locator("#next-step")).to_be_in_viewport()
-    # the inspector has the page's full width below them
+    graph = page.locator("#graph-stage").bounding_box()
+    assert graph["y"] >= min(panel["y"] + panel["height"], figure["y"] + figure["height"])
+    assert graph["width"] >= panel["width"] + figure["width"]
     inspector = page.locator("#inspector").bounding_box()
     assert inspector["y"] >= graph["y"] + graph["height"]
-    assert inspector["width"] >= graph["width"] + panel["width"]
 
 
 def test_every_group_table_column_is_visible_at_1280(make_context):
-    page = open_at(make_context, "laptop", STEPS[2].path)
+    # the reference step: the story's table has every column by then (docs/design.md §1b)
+    page = open_at(make_context, "laptop", STEPS[3].path)
     table = page.locator("#group-table")
     table.scroll_into_view_if_needed()
     headers = table.locator("thead th")
@@ -266,10 +270,12 @@ def test_screenshots_of_every_step_and_the_overview(make_context, shot, size):
 def test_next_is_among_the_first_tab_stops_and_keys_are_shown(make_context):
     page = open_at(make_context, "laptop", STEPS[1].path)
     stops = 0
-    while page.evaluate("() => document.activeElement.id") != "next-step" and stops < 16:
+    terms = page.locator("#step-point button.term").count()   # the point's glossary terms come first
+    while page.evaluate("() => document.activeElement.id") != "next-step" and stops < 16 + terms:
         page.keyboard.press("Tab")
         stops += 1
-    assert stops <= 11, stops      # skip link, brand, walkthroughs and upload links, Previous, 4 step links, Next
+    # skip link, brand, walkthroughs and upload links, the point's terms, Previous, 4 step links, Next
+    assert stops <= 11 + terms, (stops, terms)
     hint = page.locator(".keys-hint")
     expect(hint).to_be_visible()
     expect(hint).to_contain_text("←")

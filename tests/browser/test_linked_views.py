@@ -21,6 +21,14 @@ def open_page(page, url: str) -> None:
     # The page must load static/js/linked.js itself (templates/layouts/base.html): fail, never skip.
     loaded = page.evaluate("() => document.documentElement.getAttribute('data-linked-views')")
     assert loaded == "on", "static/js/linked.js is not loaded by the page (add it to templates/layouts/base.html)"
+    unfold(page)
+
+
+def unfold(page) -> None:
+    """The inspector's full group table is folded (the step's own table is in the story figure)."""
+    fold = page.locator("details#full-table")
+    if fold.count() and not fold.evaluate("d => d.open"):
+        fold.locator("> summary").click()
 
 
 def samples(page) -> list[dict]:
@@ -41,7 +49,7 @@ def test_hovering_a_row_marks_its_sample_everywhere(page, shot):
     group = samples(page)
     i = next(k for k, s in enumerate(group) if s["clip_active"])
     other = next(k for k, s in enumerate(group) if s["action"] != group[i]["action"])
-    row = page.locator(f'#group-table tr[data-sample="{i}"]')
+    row = page.locator(f'#group-table-full tr[data-sample="{i}"]')
     row.hover()
     expect(row).to_have_class(LINKED)
     bar = page.locator(f'#inspector .chart-advantages g.adv-bar[data-sample="{i}"]')
@@ -52,7 +60,7 @@ def test_hovering_a_row_marks_its_sample_everywhere(page, shot):
     expect(marker.locator(".link-ring")).to_be_visible()
     expect(page.locator(f'#inspector tr[data-sample="{i}"]')).to_have_count(2)  # reward input row too
     expect(page.locator(f'#advantage-inputs tr[data-sample="{i}"]')).to_have_class(LINKED)
-    expect(page.locator(f'#group-table tr[data-sample="{other}"]')).not_to_have_class(LINKED)
+    expect(page.locator(f'#group-table-full tr[data-sample="{other}"]')).not_to_have_class(LINKED)
     expect(page.locator(f'#inspector g.adv-bar[data-sample="{other}"]')).not_to_have_class(LINKED)
     # the row itself shows a glyph, not only a colour
     glyph = row.locator("th").evaluate("th => getComputedStyle(th, '::before').content")
@@ -60,7 +68,7 @@ def test_hovering_a_row_marks_its_sample_everywhere(page, shot):
     shot(page, "row-hovered")
 
     # moving to another row moves the mark; leaving the Inspector clears it
-    page.locator(f'#group-table tr[data-sample="{other}"]').hover()
+    page.locator(f'#group-table-full tr[data-sample="{other}"]').hover()
     expect(page.locator(f'#inspector g.adv-bar[data-sample="{other}"]')).to_have_class(LINKED)
     expect(bar).not_to_have_class(LINKED)
     page.mouse.move(1, 1)
@@ -70,7 +78,7 @@ def test_hovering_a_row_marks_its_sample_everywhere(page, shot):
 def test_hovering_a_row_marks_the_probability_of_its_choice(page):
     open_page(page, PROBABILITIES)
     group = samples(page)
-    row = page.locator('#group-table tr[data-sample="0"]')
+    row = page.locator('#group-table-full tr[data-sample="0"]')
     row.hover()
     choice = group[0]["action"]
     prob = page.locator(f'#inspector .chart-probabilities g.prob-row[data-choice="{choice}"]')
@@ -80,7 +88,7 @@ def test_hovering_a_row_marks_the_probability_of_its_choice(page):
     # the reverse: a probability bar marks every row that chose it
     page.locator(f'#inspector .chart-probabilities rect.hit[data-choice="{choice}"]').hover()
     chose = [str(k) for k, s in enumerate(group) if s["action"] == choice]
-    rows = page.locator("#group-table tr.is-linked")
+    rows = page.locator("#group-table-full tr.is-linked")
     expect(rows).to_have_count(len(chose))
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.sample)") == chose
 
@@ -95,13 +103,13 @@ def test_keyboard_focus_on_a_bar_marks_its_row(page, shot):
     hit = page.locator('#inspector .chart-advantages rect.hit[data-samples="1"]')
     expect(hit).to_be_focused()
     assert hit.evaluate("el => el.matches(':focus-visible')")
-    expect(page.locator('#group-table tr[data-sample="1"]')).to_have_class(LINKED)
+    expect(page.locator('#group-table-full tr[data-sample="1"]')).to_have_class(LINKED)
     expect(page.locator('#inspector g.adv-bar[data-sample="1"]')).to_have_class(LINKED)
-    expect(page.locator('#group-table tr[data-sample="0"]')).not_to_have_class(LINKED)
+    expect(page.locator('#group-table-full tr[data-sample="0"]')).not_to_have_class(LINKED)
     shot(page, "bar-focused")
 
     # a row focused by the keyboard marks its bar; Tab on from the table clears the marks
-    row = page.locator('#group-table tr[data-sample="2"]')
+    row = page.locator('#group-table-full tr[data-sample="2"]')
     row.focus()
     expect(row).to_be_focused()
     expect(page.locator('#inspector g.adv-bar[data-sample="2"]')).to_have_class(LINKED)
@@ -115,7 +123,7 @@ def test_a_clip_marker_marks_its_rows_and_formula_lines(page):
     hit = page.locator("#inspector .chart-clip rect.hit").first
     shared = hit.get_attribute("data-samples").split()
     hit.hover()
-    rows = page.locator("#group-table tr.is-linked")
+    rows = page.locator("#group-table-full tr.is-linked")
     expect(rows).to_have_count(len(shared))
     lines = page.locator("#inspector ul.filled-formulas li.is-linked")
     expect(lines).to_have_count(len(shared))
@@ -124,16 +132,17 @@ def test_a_clip_marker_marks_its_rows_and_formula_lines(page):
     page.locator("#inspector").get_by_role("link", name="ratio", exact=True).first.click()
     expect(page.locator("[data-node-title]")).to_have_attribute("data-node-title", "ratio")
     wait_settled(page)
-    page.locator('#group-table tr[data-sample="0"]').hover()
+    unfold(page)
+    page.locator('#group-table-full tr[data-sample="0"]').hover()
     expect(page.locator('#inspector ul.filled-formulas li[data-sample="0"]')).to_have_class(LINKED)
 
 
 def test_group_table_fits_and_text_stays_readable(make_context, shot):
     page = make_context(viewport={"width": 1280, "height": 900}).new_page()
     open_page(page, CLIPPED)
-    width = page.locator("#group-table").evaluate("t => t.getBoundingClientRect().width")
+    width = page.locator("#group-table-full").evaluate("t => t.getBoundingClientRect().width")
     assert width <= 1240, width
-    assert page.locator("#group-table thead th").count() == 10
+    assert page.locator("#group-table-full thead th").count() == 10
 
     phone = make_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True).new_page()
     for url in (ADVANTAGES_ON_CLIP, PROBABILITIES):

@@ -18,6 +18,7 @@ from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
+from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
 from app.kinds.tiny_lm.views.token_steps import build_token_panel
 from app.kinds.tiny_lm.views.update_view import UpdateView, build_update_view
@@ -135,9 +136,10 @@ class TinyLMScreen(Screen):
     """The shared graph screen plus the token panel, form, paths and the node's recorded tensors."""
     token: TokenScreen | None = None
 
-    parts: ClassVar = {"lead": "tiny_lm/token_panel.html", "panels": "tiny_lm/panels.html",
-                       "inspector": "tiny_lm/token_node.html"}
+    parts: ClassVar = {"focus": "tiny_lm/token_panel.html", "form": "tiny_lm/token_form.html",
+                       "panels": "tiny_lm/panels.html", "inspector": "tiny_lm/token_node.html"}
     runnable: ClassVar[bool] = True
+    stories: ClassVar = STORIES
 
     def defaults_url(self) -> str:
         """This step's saved view with default parameters."""
