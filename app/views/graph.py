@@ -290,11 +290,13 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
                max(n.x + n.width for n in drawn), max(n.y + n.height for n in drawn))
               if drawn else (0.0, 0.0, 0.0, 0.0))
     framed_ids = tuple(n for n in dict.fromkeys([*framed, *selected]) if n in visible_set)
-    context = set(framed_ids)
+    # neighbours of a framed node, or of a member drawn inside a framed (open) module
+    core = set(framed_ids) | {n for n in visible if set(ancestors(snapshot, n)) & set(framed_ids)}
+    context = set(core)
     for e in edges:
-        if e.source in framed_ids:
+        if e.source in core:
             context.add(e.target)
-        if e.target in framed_ids:
+        if e.target in core:
             context.add(e.source)
     context_ids = tuple(n for n in visible if n in context)
     vw, vh = viewport if viewport is not None else DEFAULT_VIEWPORT

@@ -11,6 +11,12 @@ pytestmark = pytest.mark.browser
 IDENTITY = re.compile(r"scale\(1\) translate\(0px, 0px\)")
 
 
+def show_frame(page) -> None:
+    """The graph sits under the step's story: scroll it into the window, as a person would
+    before dragging or wheeling over it."""
+    page.locator(".graph-frame").scroll_into_view_if_needed()
+
+
 def query(page) -> dict[str, list[str]]:
     return parse_qs(urlparse(page.url).query)
 
@@ -18,6 +24,7 @@ def query(page) -> dict[str, list[str]]:
 def test_expand_and_collapse_a_module_with_the_toggle(page, shot):
     page.goto(BY_ID["advantages"].path)
     wait_settled(page)
+    show_frame(page)
     members = [node(page, "policy.logits"), node(page, "policy.log_probabilities")]
     for m in members:
         expect(m).to_have_count(0)
@@ -141,6 +148,7 @@ def test_pan_and_zoom(make_context, shot):
     page = make_context(reduced_motion="reduce").new_page()
     page.goto(BY_ID["clip"].path)
     wait_settled(page)
+    show_frame(page)
     target = page.locator(".pan-target")
     expect(target).to_have_attribute("style", IDENTITY)
     reset = page.get_by_role("button", name="Reset view")
@@ -179,6 +187,7 @@ def test_pan_and_zoom(make_context, shot):
 
     # the wheel zooms (towards the pointer)
     reset.click()
+    frame = page.locator(".graph-frame").bounding_box()
     page.mouse.move(frame["x"] + frame["width"] / 2, frame["y"] + frame["height"] / 2)
     page.mouse.wheel(0, -200)
     expect(target).to_have_attribute("style", re.compile(r"scale\(1\.\d+\)"))

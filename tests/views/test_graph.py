@@ -158,9 +158,11 @@ def test_each_step_camera_frames_its_selection_and_neighbours_readably(seed, ste
     selected = [n for n in graph.nodes if n.selected]
     assert [n.id for n in selected] == seed.step(step_id).view.selected_node_ids
     assert set(graph.framed_ids) == {n.id for n in selected}
-    neighbours = {e.target for e in graph.edges if e.source in graph.framed_ids} | \
-                 {e.source for e in graph.edges if e.target in graph.framed_ids}
-    assert set(graph.context_ids) == set(graph.framed_ids) | neighbours
+    # a framed open module brings its members, and the members' neighbours, too
+    core = set(graph.framed_ids) | {n.id for n in graph.nodes if n.parent_id in graph.framed_ids}
+    neighbours = {e.target for e in graph.edges if e.source in core} | \
+                 {e.source for e in graph.edges if e.target in core}
+    assert set(graph.context_ids) == core | neighbours
     for node in [graph.node(n) for n in graph.context_ids]:
         left, top = to_screen(graph.camera, node.x, node.y)
         right, bottom = to_screen(graph.camera, node.x + node.width, node.y + node.height)
