@@ -228,3 +228,43 @@ def test_graphs_are_readable_at_every_step_and_after_every_swap(make_context, si
         if row[0].startswith(size):
             print(f"{row[0]:<55} frame {row[1]:>9}  min text {row[3]:5.1f} px  overlaps {row[4]}  crossings {row[5]}")
     assert not failures, "\n".join(failures)
+
+
+# The fit rule (static/js/camera.js GRPOCamera.fit) on made-up frames and boxes: zoom between
+# READABLE_ZOOM (1) and STEP_ZOOM (1.25); the needed boxes whole inside the frame (with its
+# margin) whenever they fit at zoom 1, else their top-left corner at the margin; the context
+# whole too when it fits at zoom 1.
+FIT_CASES = """seed => {
+  let s = seed;
+  const rnd = () => (s = (s * 16807) % 2147483647) / 2147483647;
+  const box = () => ({x: (rnd() - 0.5) * 3000, y: (rnd() - 0.5) * 2000, width: 150 + rnd() * 300, height: 60 + rnd() * 200});
+  const failures = [];
+  for (let i = 0; i < 400; i++) {
+    const frame = {width: 300 + rnd() * 1700, height: 300 + rnd() * 800};
+    const need = Array.from({length: 1 + Math.floor(rnd() * 2)}, box);
+    const u = GRPOCamera.union(need);
+    const context = need.concat(Array.from({length: Math.floor(rnd() * 4)}, () => ({
+      x: u.x + (rnd() - 0.5) * 900, y: u.y + (rnd() - 0.5) * 700, width: 150, height: 60})));
+    const c = GRPOCamera.fit(need, context, frame);
+    const m = Math.min(24, 0.06 * Math.min(frame.width, frame.height));
+    const inside = b => b.x * c.z + c.x >= m - 1e-6 && (b.x + b.width) * c.z + c.x <= frame.width - m + 1e-6
+      && b.y * c.z + c.y >= m - 1e-6 && (b.y + b.height) * c.z + c.y <= frame.height - m + 1e-6;
+    const fits = b => b.width <= frame.width - 2 * m && b.height <= frame.height - 2 * m;
+    const cu = GRPOCamera.union(context);
+    let ok = c.z >= 1 - 1e-9 && c.z <= 1.25 + 1e-9;
+    if (fits(u)) ok = ok && inside(u);
+    else ok = ok && (u.width > frame.width - 2 * m ? Math.abs(u.x * c.z + c.x - m) < 1e-6 : true)
+                 && (u.height > frame.height - 2 * m ? Math.abs(u.y * c.z + c.y - m) < 1e-6 : true);
+    if (fits(cu)) ok = ok && inside(cu);
+    if (!ok) failures.push({frame, need, context, c});
+  }
+  return {failures: failures.slice(0, 3), count: failures.length};
+}"""
+
+
+def test_the_fit_rule_on_random_frames(make_context):
+    page = make_context(viewport={"width": 800, "height": 600}).new_page()
+    page.goto("/walkthroughs/toy_grpo/steps/policy")
+    settle(page)
+    result = page.evaluate(FIT_CASES, 12345)
+    assert result["count"] == 0, result["failures"]
