@@ -8,11 +8,12 @@ from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
-PAGES = [step.path for step in STEPS] + [
+PAGES = ["/"] + [step.path for step in STEPS] + [
     "/walkthroughs/toy_grpo/steps/policy?node=policy.log_probabilities",   # probability bars
     "/walkthroughs/toy_grpo/steps/clip?node=python%40clipped%230",         # clip plot, group table
     "/walkthroughs/toy_grpo/steps/policy?node=input",                      # shape warning
     "/walkthroughs/toy_grpo/steps/clip?clip_epsilon=2",                    # form error (422)
+    "/walkthroughs/toy_grpo/steps/clip?process=r1",                        # a path: fields marked unused
     "/walkthroughs/other/steps/second",                                    # view-only snapshot
     "/no/such/page",                                                       # 404 page
 ]

@@ -41,10 +41,11 @@ STORIES = {
         focus="clip", form_open=True, step_fields=("clip_epsilon", "clip_epsilon_high", "dual_clip"),
         evidence="the clip chart (hollow markers: clipped) and the ρ, L and ∂loss/∂ρ columns"),
     "reference": StepStory(
-        "A KL penalty, weighted by β, pulls the policy back toward the reference model; it adds its own "
-        "gradient even to answers whose surrogate the clip has cut.",
+        "A KL penalty, weighted by β, pulls the policy back toward the reference model: every answer's D "
+        "enters the objective, clipped or not, so the KL term still moves an answer whose surrogate the "
+        "clip has cut.",
         focus="reference", step_fields=("beta", "kl_estimator", "kl_placement"),
-        evidence="the D column and the objective L − βD, row by row"),
+        evidence="the D column, and the objective L − βD differing from L on the clipped rows too"),
 }
 
 
