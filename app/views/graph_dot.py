@@ -119,8 +119,8 @@ def _one_spline(pos: str, height: float) -> str:
     return " ".join(out)
 
 
-def _source(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
-            edges: Sequence[tuple[str, str]], ranksep: float = RANKSEP_IN) -> tuple[str, dict[str, str], dict[str, str]]:
+def _source(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster], edges: Sequence[tuple[str, str]],
+            ranksep: float = RANKSEP_IN) -> tuple[str, dict[str, str], dict[str, str]]:
     """The dot text, dot's names for our nodes (n0, n1, ... in file order) and for clusters."""
     names = {n.id: f"n{i}" for i, n in enumerate(nodes)}
     cluster_names = {c.id: f"cluster_{i}" for i, c in enumerate(clusters)}
