@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 from app.domain.snapshot import Node, Snapshot
 from app.views.graph_dot import LayoutCluster, LayoutNode, dot_layout
-from app.views.graph_layout import NODE_HEIGHT, NODE_WIDTH, PADDING, DrawnEdge, ancestors, fold_edges, visible_node_ids
+from app.views.graph_layout import (
+    NODE_HEIGHT,
+    NODE_WIDTH,
+    PADDING,
+    DrawnEdge,
+    ancestors,
+    fold_edges,
+    skip_edges,
+    visible_node_ids,
+)
 from app.views.meaning import node_meaning
 from app.views.numbers import coordinate as fmt
 
@@ -267,7 +276,9 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
                     for nid in visible if nid not in containers]
     clusters = [LayoutCluster(nid, snapshot.node(nid).parent_id, sized[nid][1], sized[nid][2] - 8)
                 for nid in visible if nid in containers]
-    laid = dot_layout(layout_nodes, clusters, [(e.source, e.target) for e in folded], compact=compact)
+    pairs = [(e.source, e.target) for e in folded]
+    skips = skip_edges(pairs)
+    laid = dot_layout(layout_nodes, clusters, pairs, compact=compact)
 
     drawn: list[DrawnNode] = []
     for nid in visible:
@@ -285,7 +296,8 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
     drawn.sort(key=lambda n: (0, n.depth) if n.is_container else (1, 0))
 
     edges = [DrawnEdge(id=f"{e.source}->{e.target}", source=e.source, target=e.target,
-                       path=laid.paths.get((e.source, e.target), ""), edge_ids=e.edge_ids) for e in folded]
+                       path=laid.paths.get((e.source, e.target), ""), edge_ids=e.edge_ids,
+                       skip=(e.source, e.target) in skips) for e in folded]
     bounds = ((min(n.x for n in drawn), min(n.y for n in drawn),
                max(n.x + n.width for n in drawn), max(n.y + n.height for n in drawn))
               if drawn else (0.0, 0.0, 0.0, 0.0))

@@ -33,6 +33,7 @@ class DrawnEdge:
     target: str
     path: str                 # SVG path data
     edge_ids: tuple[str, ...]  # the snapshot edges folded into this one
+    skip: bool = False        # a shortcut: a longer drawn path joins the same ends (a residual)
 
 
 # -- visibility -------------------------------------------------------------------
@@ -183,3 +184,24 @@ def _crosses_polyline(pts: list[tuple[float, float]], box: Box) -> bool:
         if _clip(a, b, box) is not None:
             return True
     return False
+
+
+def skip_edges(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Edges whose ends another drawn path also joins (s -> ... -> t, two edges or more): the
+    tiny LM's residual stream past a block. Drawn dashed and lighter, so the main chain reads first
+    (giving them less weight in dot bent them through the blocks they skip)."""
+    out: dict[str, list[str]] = {}
+    for s, t in pairs:
+        out.setdefault(s, []).append(t)
+    found = set()
+    for s, t in pairs:
+        seen, stack = {s}, [n for n in out.get(s, []) if n != t]
+        while stack:
+            n = stack.pop()
+            if n == t:
+                found.add((s, t))
+                break
+            if n not in seen:
+                seen.add(n)
+                stack.extend(out.get(n, []))
+    return found

@@ -345,7 +345,7 @@ def test_template_renders_every_seed_step(seed, env, step_id):
     assert not [el for el in svg.iter() if "textLength" in el.attrib]
     members = [g for g in groups if g.get("data-parent")]
     assert all(g.get("data-parent") == graph.node(g.get("data-node-id")).parent_id for g in members)
-    edges = [p for p in svg.iter(f"{SVG}path") if p.get("class") == "edge"]
+    edges = [p for p in svg.iter(f"{SVG}path") if "edge" in (p.get("class") or "").split()]
     assert len(edges) == len(graph.edges)
     assert [p.get("data-edge-id") for p in edges] == [e.id for e in graph.edges]
     pan = next(g for g in svg.iter(f"{SVG}g") if g.get("id") == "pan-layer")
@@ -414,3 +414,17 @@ def test_template_escapes_snapshot_text(env):
     assert [g.get("data-node-id") for g in node_groups(svg)] == ["in", hostile, "m&m"]
     assert svg.get("aria-label") == "Model graph of <i>graph</i>"  # text, not markup
     assert graph.node("m&m").y > graph.node(hostile).y  # the next layer down
+
+
+def test_residual_shortcuts_are_marked_as_skips():
+    """An edge whose ends a longer drawn path also joins is a shortcut (the tiny LM's residual
+    stream past a block): drawn dashed (class "skip"), the chain through the blocks solid."""
+    snap = load_snapshot(ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json")
+    graph = build_graph_view(snap, ["policy"], [])
+    skips = {(e.source, e.target) for e in graph.edges if e.skip}
+    assert {("policy.embed", "policy.blocks.1"), ("policy.embed", "policy.norm"),
+            ("policy.blocks.0", "policy.norm")} <= skips
+    assert not {("policy.blocks.0", "policy.blocks.1"), ("policy.blocks.1", "policy.norm"),
+                ("policy.norm", "policy.lm_head")} & skips
+    seed = load_snapshot(SEED)
+    assert not [e for e in build_graph_view(seed, [], []).edges if e.skip]  # the toy has no shortcut
