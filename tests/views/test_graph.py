@@ -417,14 +417,20 @@ def test_template_escapes_snapshot_text(env):
 
 
 def test_residual_shortcuts_are_marked_as_skips():
-    """An edge whose ends a longer drawn path also joins is a shortcut (the tiny LM's residual
-    stream past a block): drawn dashed (class "skip"), the chain through the blocks solid."""
+    """The tiny LM's residual stream: each add is a "+" node (engine/tiny_lm.py uses torch.add), so
+    with the blocks closed the policy is one chain, and inside an open block the stream's edge
+    from one "+" to the next is a shortcut past attention or the MLP: drawn dashed (class
+    "skip"), the path through the sublayer solid."""
     snap = load_snapshot(ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json")
-    graph = build_graph_view(snap, ["policy"], [])
+    closed = build_graph_view(snap, ["policy"], [])
+    chain = [("policy.embed", "add@policy#0"), ("add@policy#0", "policy.blocks.0"),
+             ("policy.blocks.0", "policy.blocks.1"), ("policy.blocks.1", "policy.norm")]
+    edges = {(e.source, e.target): e for e in closed.edges}
+    assert all(pair in edges and not edges[pair].skip for pair in chain)
+    graph = build_graph_view(snap, ["policy", "policy.blocks.0"], [])
     skips = {(e.source, e.target) for e in graph.edges if e.skip}
-    assert {("policy.embed", "policy.blocks.1"), ("policy.embed", "policy.norm"),
-            ("policy.blocks.0", "policy.norm")} <= skips
-    assert not {("policy.blocks.0", "policy.blocks.1"), ("policy.blocks.1", "policy.norm"),
+    assert {("add@policy#0", "add@policy.blocks.0#0"), ("add@policy.blocks.0#0", "add@policy.blocks.0#1")} <= skips
+    assert not {("policy.blocks.0.attention", "add@policy.blocks.0#0"), ("policy.blocks.0.mlp", "add@policy.blocks.0#1"),
                 ("policy.norm", "policy.lm_head")} & skips
     seed = load_snapshot(SEED)
     assert not [e for e in build_graph_view(seed, [], []).edges if e.skip]  # the toy has no shortcut

@@ -73,8 +73,10 @@ class Block(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(self, x: torch.Tensor, keep_weights: bool = False) -> torch.Tensor:
-        x = x + self.attention(self.norm_1(x), keep_weights)
-        return x + self.mlp(self.norm_2(x))
+        # torch.add, not `+`: the tracer records public torch functions, so each residual add
+        # becomes a node of the graph (a "+" a student can follow the residual stream through).
+        x = torch.add(x, self.attention(self.norm_1(x), keep_weights))
+        return torch.add(x, self.mlp(self.norm_2(x)))
 
 
 class TinyLM(nn.Module):
@@ -93,7 +95,7 @@ class TinyLM(nn.Module):
         if length > self.cfg.block_size:
             raise ValueError(f"{length} tokens exceed block_size {self.cfg.block_size}")
         positions = torch.arange(length, device=ids.device)
-        x = self.embed(ids) + self.position(positions)
+        x = torch.add(self.embed(ids), self.position(positions))  # a node too (see Block.forward)
         for block in self.blocks:
             x = block(x, keep_attention)
         return self.lm_head(self.norm(x))

@@ -106,6 +106,16 @@ def tiny_lm_meaning(node: Node) -> tuple[str, str | None, str] | None:
         return ("Attention weights", "softmax(q·kᵀ/√d) over earlier positions",
                 "For each head and position, how much it reads each earlier position: each row sums to 1. "
                 "The inspector draws them as a map.")
+    if node.op == "torch.add":  # a residual add (engine/tiny_lm.py uses torch.add so each is a node)
+        n = int(node.node_id.rsplit("#", 1)[-1]) if "#" in node.node_id else 0
+        suffix = "" if copy == "policy" else f" of {SYMBOL[copy]}"
+        if ".blocks." not in node.node_id:
+            return ("+ token and position" + suffix, "x_t = E[o_t] + P[t]",
+                    "Adds each token's position vector to its token vector: the start of the residual stream.")
+        return (("+ attention (residual)" if n == 0 else "+ MLP (residual)") + suffix,
+                "x ← x + attention(norm(x))" if n == 0 else "x ← x + MLP(norm(x))",
+                "The residual stream: the block's input passes straight through and the "
+                + ("attention's" if n == 0 else "MLP's") + " output is added to it.")
     if node.parent_id is None and node.op in TOP:
         return TOP[node.op]
     last = node.node_id.rsplit(".", 1)[-1]
