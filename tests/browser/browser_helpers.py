@@ -43,7 +43,8 @@ def pan_into_view(page: Page, locator) -> None:
     """Drag the graph, as a user would, until locator's centre is the frame's centre.
 
     A step's camera can leave a node outside the frame (overflow: hidden clips it), where
-    no click can reach it."""
+    no click can reach it. The frame sits under the story row: scroll it into view first."""
+    page.locator(".graph-frame").scroll_into_view_if_needed()
     frame = page.locator(".graph-frame").bounding_box()
     box = locator.bounding_box()
     dx = frame["x"] + frame["width"] / 2 - (box["x"] + box["width"] / 2)

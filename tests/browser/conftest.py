@@ -7,12 +7,14 @@ leaves any fails in teardown.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,12 +62,13 @@ def walkthroughs_dir(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def base_url(walkthroughs_dir) -> str:
-    app = create_app(Settings(walkthroughs_dir=walkthroughs_dir, device="cpu"))
+@contextlib.contextmanager
+def serving(folder: Path, name: str = "uvicorn") -> Iterator[str]:
+    """The app over `folder`, in a thread on a free loopback port, healthy before use."""
+    app = create_app(Settings(walkthroughs_dir=folder, device="cpu"))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not (server.started and server.servers):
@@ -76,9 +79,25 @@ def base_url(walkthroughs_dir) -> str:
     url = f"http://127.0.0.1:{port}"
     with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
         assert json.load(r) == {"status": "ok"}
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def base_url(walkthroughs_dir) -> Iterator[str]:
+    with serving(walkthroughs_dir) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def repo_base_url() -> Iterator[str]:
+    """A server of the repository's own walkthroughs folder (toy_grpo and tiny_lm_grpo); a module
+    that needs the tiny LM overrides `base_url` with it (the session's folder has none)."""
+    with serving(ROOT / "walkthroughs", "uvicorn-repo") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,10 @@ def test_links_and_forms_work_without_javascript(make_context, shot):
         expect(page).to_have_url(re.compile(re.escape(step.path) + "$"))
         expect(page.locator("#step-title")).to_have_text(step.title)
         expect(page.locator(".step-count")).to_have_text(f"Step {step.index} of 4")
-        expect(page.locator("#camera")).to_have_attribute("transform", step.camera)
+        # the server's fitted camera, untouched by any script (docs/design.md §2, "Graph layout")
+        cam = page.locator("#camera")
+        xyz = [cam.get_attribute(f"data-camera-{k}") for k in "xyz"]
+        expect(cam).to_have_attribute("transform", f"translate({xyz[0]} {xyz[1]}) scale({xyz[2]})")
         expect(page.locator(".graph .node.selected")).to_have_attribute("data-node-id", step.selected)
         expect(page).to_have_title(re.compile("^" + re.escape(step.title)))
         # no script ran: nothing announced, no Panzoom styles

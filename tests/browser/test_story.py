@@ -5,20 +5,12 @@ the clip step); the start page starts at step 1; glossary terms open by keyboard
 leads on; marks agree with the story (no ✂ before the clip step)."""
 from __future__ import annotations
 
-import json
 import re
-import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import uvicorn
 from browser_helpers import wait_settled
 from playwright.sync_api import expect
-
-from app.web.factory import create_app
-from app.web.settings import Settings
 
 pytestmark = pytest.mark.browser
 
@@ -38,23 +30,9 @@ FOCUS_BOX = """() => { const f = document.querySelector('[data-step-focus]');
 
 
 @pytest.fixture(scope="module")
-def base_url() -> str:
-    """A server of the repository's walkthroughs folder (toy_grpo and tiny_lm_grpo)."""
-    app = create_app(Settings(walkthroughs_dir=ROOT / "walkthroughs", device="cpu"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, name="uvicorn-story", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not (server.started and server.servers):
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
-        assert json.load(r) == {"status": "ok"}
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+def base_url(repo_base_url) -> str:
+    """The repository's walkthroughs folder (toy_grpo and tiny_lm_grpo), for this module."""
+    return repo_base_url
 
 
 def mostly_in_first_view(box: dict) -> bool:

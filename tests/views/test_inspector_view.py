@@ -92,7 +92,7 @@ def test_advantages_show_their_input_rewards_first(client, run):
 
 def test_group_table_names_the_choices_and_rows_are_focusable(client, run):
     doc = page(client, "clip", "clipped")
-    rows = doc.select("#group-table tbody tr")
+    rows = doc.select("#group-table-full tbody tr")
     assert len(rows) == len(run.samples)
     for i, (row, s) in enumerate(zip(rows, run.samples, strict=True)):
         assert row["data-sample"] == str(i) and row["data-choice"] == str(s["action"]) and row["tabindex"] == "0"
@@ -125,7 +125,7 @@ def test_view_only_snapshot_inspector_names_nodes(client):
     doc = BeautifulSoup(r.text, "html.parser")
     assert doc.select_one("#inspector h3.node-title").get_text() == "Linear 5→2"
     assert doc.select_one("#inspector .node-id code").get_text() == "block<b>.fc"
-    assert not doc.select("#inspector ul.filled-formulas, #group-table")
+    assert not doc.select("#inspector ul.filled-formulas, #group-table, #group-table-full, [data-step-focus]")
 
 
 def test_a_stage_table_names_the_choices(client):
@@ -203,12 +203,12 @@ def test_page_shows_the_conventions_next_to_the_loss(client):
     assert line.get_text() == "Conventions: TRL 1.16 defaults (β overridden to 0.04)."
     history = line.find_previous_sibling("p")
     assert "loss = −J" in history.get_text()  # right under the loss
-    heads = [th["data-column"] for th in doc.select("#group-table thead th[data-column]")]
+    heads = [th["data-column"] for th in doc.select("#group-table-full thead th[data-column]")]
     assert "kl_rho_factor" in heads and "kl_used" in heads and "weight" in heads
     assert doc.select_one("#inspector .meaning-note").get_text().startswith("Each completion is one token long")
     formula = doc.select_one("#inspector .formula code").get_text()
     assert formula == "loss = −J = −Σ_i w_i·(L_i − β·ρ_i·D_i), w_i = 1/Σ_j |o_j| = 1/G"
-    rows = doc.select("#group-table tbody tr")
+    rows = doc.select("#group-table-full tbody tr")
     api = client.get("/api/walkthroughs/toy_grpo/tensors", params={"preset": "trl", "beta": 0.04}).json()
     for row, sample in zip(rows, api["samples"], strict=True):
         cells = [float(c["data-value"]) for c in row.select(".num")]
@@ -218,7 +218,7 @@ def test_page_shows_the_conventions_next_to_the_loss(client):
 
 def test_default_page_has_no_new_columns(client):
     doc = page(client, "clip", "clipped")
-    assert [th["data-column"] for th in doc.select("#group-table thead th[data-column]")] == DEFAULT_COLUMNS
+    assert [th["data-column"] for th in doc.select("#group-table-full thead th[data-column]")] == DEFAULT_COLUMNS
     assert doc.select_one("#conventions-line").get_text() == "Conventions: DeepSeekMath paper."
 
 
