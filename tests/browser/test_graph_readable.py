@@ -12,18 +12,10 @@ One page per size, reused for every step. The numbers measured are printed (-s s
 """
 from __future__ import annotations
 
-import json
-import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import uvicorn
 from browser_helpers import wait_settled
-
-from app.web.factory import create_app
-from app.web.settings import Settings
 
 pytestmark = pytest.mark.browser
 
@@ -121,24 +113,9 @@ RESULTS: list[tuple[str, str, str, float, int, int]] = []
 
 
 @pytest.fixture(scope="module")
-def base_url() -> str:
+def base_url(repo_base_url) -> str:
     """The repository's own walkthroughs (toy_grpo and tiny_lm_grpo), for this module."""
-    app = create_app(Settings(walkthroughs_dir=ROOT / "walkthroughs", device="cpu"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, name="uvicorn-readable", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not (server.started and server.servers):
-        assert thread.is_alive(), "uvicorn stopped during start-up"
-        assert time.monotonic() < deadline, "uvicorn did not start within 30 s"
-        time.sleep(0.02)
-    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
-        assert json.load(r) == {"status": "ok"}
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
+    return repo_base_url
 
 
 def settle(page) -> None:
