@@ -114,7 +114,7 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     machine = results["machine"]
     assert machine["device"] == "cpu" and machine["cores"] >= 1
     assert machine["cpu_model"] and machine["torch"]
-    assert results["details"]["first_load_files"][0]["path"] == "/"
+    assert results["details"]["first_load_files"][0]["path"] == "/walkthroughs/toy_grpo/steps/advantages"  # a step page
     assert [p["status"] for p in results["details"]["tiny_lm_pages"]] == [[200, 200]] * 7
     assert results["details"]["paths"]["distillation"]["r1_cached"]
     assert not results["details"].get("http_errors"), results["details"]["http_errors"]

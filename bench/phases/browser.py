@@ -75,6 +75,10 @@ ARM_STEP_CHANGE = """
 }
 """
 
+# The page measured: the walkthrough's opening step, which `/` served until the start page
+# (issue 20) took its place; the figures stay comparable with earlier runs.
+STEP_PAGE = "/walkthroughs/toy_grpo/steps/advantages"
+
 
 def browser_phase(port: int, args, figures: dict, details: dict) -> None:
     # Imported here: only this phase needs Playwright, and the pure functions must load without it.
@@ -91,7 +95,7 @@ def browser_phase(port: int, args, figures: dict, details: dict) -> None:
                 ctx = browser.new_context(viewport={"width": 1400, "height": 1000})  # empty HTTP cache: a first load
                 ctx.add_init_script(GRAPH_WATCH)
                 page = ctx.new_page()
-                page.goto(base + "/", wait_until="load")
+                page.goto(base + STEP_PAGE, wait_until="load")
                 try:
                     page.wait_for_function("() => window.__bench && window.__bench.graphVisible !== undefined",
                                            timeout=15_000)
@@ -100,19 +104,20 @@ def browser_phase(port: int, args, figures: dict, details: dict) -> None:
                         const r = el && el.getBoundingClientRect();
                         return {bench: window.__bench || null, graph: !!el, w: r && r.width, h: r && r.height,
                                 visibility: document.visibilityState, ready: document.readyState}; }""")
-                    raise RuntimeError(f"svg#graph never became visible on / : {state}") from exc
+                    raise RuntimeError(f"svg#graph never became visible on {STEP_PAGE}: {state}") from exc
                 timing = page.evaluate(NAV_TIMING)
                 ctx.close()
                 if i > 0:
                     loads.append(timing)
             ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = ctx.new_page()
-            page.goto(base + "/", wait_until="load")
+            page.goto(base + STEP_PAGE, wait_until="load")
             while len(changes) < args.step_changes:
-                if page.locator("#next-step[href]").count() == 0:  # last step (a disabled placeholder): start over
-                    page.goto(base + "/", wait_until="load")
+                # the last step's Next leaves the walkthrough (a plain link, no htmx swap): start over
+                if page.locator("#next-step[hx-get]").count() == 0:
+                    page.goto(base + STEP_PAGE, wait_until="load")
                 page.evaluate(ARM_STEP_CHANGE)
-                page.click("#next-step[href]")
+                page.click("#next-step[hx-get]")
                 page.wait_for_function("() => window.__step && window.__step.done === true", timeout=15_000)
                 s = page.evaluate("() => window.__step")
                 changes.append({"step": s["stepId"], "title": s["title"], "in_place_ms": s["inPlace"] - s["clicked"],

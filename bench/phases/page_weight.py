@@ -63,7 +63,7 @@ def page_weight(port: int, figures: dict, details: dict) -> None:
                       "bytes": len(body), "uncompressed_bytes": len(decoded), "header_bytes": header_bytes})
         return decoded
 
-    page = fetch(origin + "/", "html")
+    page = fetch(origin + "/walkthroughs/toy_grpo/steps/advantages", "html")  # the step page, not the start page
     parser = _Assets()
     parser.feed(page.decode("utf-8", "replace"))
     for ref in parser.refs:
