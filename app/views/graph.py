@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.domain.snapshot import Node, Snapshot
+from app.views.graph_camera import Camera, fit_all, fit_camera
 from app.views.graph_dot import LayoutCluster, LayoutNode, dot_layout
 from app.views.graph_layout import (
     NODE_HEIGHT,
     NODE_WIDTH,
-    PADDING,
     DrawnEdge,
     ancestors,
     fold_edges,
@@ -33,8 +33,6 @@ MONO_CHAR_PX = 7.0      # an 11px monospace character (DejaVu Sans Mono: 6.6)
 LABEL_WRAP = 220.0      # a display name longer than this breaks into two lines
 TEXT_INSET = 10.0       # text starts this far inside a box, and keeps as much clear on the right
 TOGGLE_ROOM = 30.0      # the ± at a module's top right
-STEP_ZOOM = 1.25        # the closest a fitted camera comes (the seed's cameras' zoom)
-READABLE_ZOOM = 1.0     # the farthest: node detail text is 11 world units, so 11 px on screen
 
 
 @dataclass(frozen=True)
@@ -119,18 +117,6 @@ class DrawnNode:
 
 
 @dataclass(frozen=True)
-class Camera:
-    """screen = world * z + (x, y), as the export's React-Flow-style cameras."""
-    x: float
-    y: float
-    z: float
-
-    def transform(self) -> str:
-        return f"translate({fmt(self.x)} {fmt(self.y)}) scale({fmt(self.z)})"
-
-
-
-@dataclass(frozen=True)
 class GraphView:
     nodes: list[DrawnNode]    # open containers first, outermost first: they lie behind members
     edges: list[DrawnEdge]
@@ -182,46 +168,6 @@ def _shape_warning(node: Node, declared: str | None, traced: tuple[int, ...] | N
     if declared in defaults:
         text += ": the file's value is the palette default"
     return text
-
-
-# -- building ---------------------------------------------------------------------
-
-def _union(boxes: Iterable[tuple[float, float, float, float]]) -> tuple[float, float, float, float] | None:
-    boxes = list(boxes)
-    if not boxes:
-        return None
-    x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
-    x1, y1 = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
-    return x0, y0, x1 - x0, y1 - y0
-
-
-def fit_camera(need: Sequence[tuple[float, float, float, float]], context: Sequence[tuple[float, float, float, float]],
-               frame: tuple[float, float], margin: float = PADDING) -> Camera:
-    """The camera rule of static/js/camera.js (`GRPOCamera.fit`), for the page without script:
-    the context (the step's nodes and their neighbours) centred at the largest zoom up to
-    STEP_ZOOM that holds it; where it only fits farther out than READABLE_ZOOM, zoom
-    READABLE_ZOOM, centred on the context, moved the least that keeps the needed boxes whole
-    (their top-left when even they do not fit)."""
-    fw, fh = frame
-    ctx = _union(context) or _union(need)
-    if ctx is None:
-        return Camera(0.0, 0.0, 1.0)
-    room_w, room_h = max(fw - 2 * margin, 1.0), max(fh - 2 * margin, 1.0)
-    z = min(STEP_ZOOM, room_w / max(ctx[2], 1.0), room_h / max(ctx[3], 1.0))
-    z = max(z, READABLE_ZOOM)
-    x = fw / 2 - (ctx[0] + ctx[2] / 2) * z
-    y = fh / 2 - (ctx[1] + ctx[3] / 2) * z
-    box = _union(need)
-    if box is not None:
-        x += _shift(box[0] * z + x, (box[0] + box[2]) * z + x, margin, fw - margin)
-        y += _shift(box[1] * z + y, (box[1] + box[3]) * z + y, margin, fh - margin)
-    return Camera(round(x, 2), round(y, 2), round(z, 4))
-
-
-def _shift(lo: float, hi: float, low: float, high: float) -> float:
-    if hi - lo > high - low or lo < low:
-        return low - lo
-    return high - hi if hi > high else 0.0
 
 
 # -- sizing ----------------------------------------------------------------------
@@ -314,7 +260,7 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
     vw, vh = viewport if viewport is not None else DEFAULT_VIEWPORT
     camera = fit_camera([laid.boxes[n] for n in framed_ids], [laid.boxes[n] for n in context_ids], (vw, vh))
     if not framed_ids:
-        camera = _fit_all(bounds, (vw, vh))
+        camera = fit_all(bounds, (vw, vh))
     key = hashlib.sha256(repr((sorted(containers), [(n, laid.boxes[n]) for n in visible])).encode()).hexdigest()[:12]
     return GraphView(nodes=drawn, edges=edges, camera=camera,
                      viewport_width=float(vw), viewport_height=float(vh), bounds=bounds,
@@ -327,13 +273,3 @@ def _short_label(node_id: str, parent_id: str | None) -> str:
     if parent_id and node_id.startswith(prefix) and len(node_id) > len(prefix):
         return node_id[len(prefix):]
     return node_id
-
-
-def _fit_all(bounds: tuple[float, float, float, float], viewport: tuple[float, float]) -> Camera:
-    """Every box in the viewport, centred, never enlarged past 1:1 (the overview, no script)."""
-    min_x, min_y, max_x, max_y = bounds
-    vw, vh = viewport
-    w, h = max(max_x - min_x, 1.0), max(max_y - min_y, 1.0)
-    z = min(1.0, (vw - 2 * PADDING) / w, (vh - 2 * PADDING) / h)
-    z = z if z > 0 else 1.0
-    return Camera((vw - w * z) / 2 - min_x * z, (vh - h * z) / 2 - min_y * z, z)

@@ -8,7 +8,7 @@ import time
 import pytest
 from reporting import report
 
-from app.views import graph_dot
+from app.views import graph_detour, graph_dot
 from app.views.graph_dot import GraphvizMissing, LayoutCluster, LayoutNode, dot_layout
 
 W, H = 150.0, 60.0
@@ -108,11 +108,11 @@ def test_a_missing_dot_is_said_at_start_up(monkeypatch):
 def test_a_spline_cutting_a_box_corner_is_bent_round_it():
     box = (100.0, 100.0, 100.0, 100.0)
     path = "M50 50 C150 50 250 150 250 250"   # cuts through the box's upper right
-    bent = graph_dot._detour(path, [box])
+    bent = graph_detour.detour(path, [box])
     assert bent != path and bent.startswith("M50 50") and bent.endswith("250 250")
     segs = bent.split(" C")[1:]
     assert len(segs) >= 2
-    assert graph_dot._detour("M0 0 C10 0 20 0 30 0", [box]) == "M0 0 C10 0 20 0 30 0"  # nothing in the way
+    assert graph_detour.detour("M0 0 C10 0 20 0 30 0", [box]) == "M0 0 C10 0 20 0 30 0"  # nothing in the way
 
 
 def test_concentrated_splines_become_subpaths():
