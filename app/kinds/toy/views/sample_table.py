@@ -155,14 +155,15 @@ def build_sample_table(result: StepResult | None, upto: str | None = None) -> Sa
     c = result.params.conventions()
     cols = revealed(columns(c), upto)
     rewards = [float(s["reward"]) for s in result.samples] or [0.0]
+    keys = {col.key for col in cols}
+    has_clip = "clip" in keys
     rows = tuple(
         Row(i, s["action"], choice_label(result.prompt, s["action"]) if isinstance(s.get("action"), int) else "?",
             choice_note(result.prompt.role(s["action"]), float(s["reward"]), rewards)
-            if isinstance(s.get("action"), int) and (upto is None or "reward" in {col.key for col in cols}) else "",
-            bool(s.get("clip_active")) and "clip" in {col.key for col in cols},
+            if isinstance(s.get("action"), int) and (upto is None or "reward" in keys) else "",
+            bool(s.get("clip_active")) and has_clip,
             tuple(_cell(col.key, s) for col in cols))
         for i, s in enumerate(result.samples[:MAX_ROWS]))
-    has_clip = any(col.key == "clip" for col in cols)
     text = caption(c) if has_clip else ("One row per answer of the group. Point at or focus a row to find it "
                                          "in the chart.")
     return SampleTable(cols, rows, len(result.samples), text, ct.conventions_line(result.params),
