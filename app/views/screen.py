@@ -5,7 +5,7 @@ ToyScreen, the tiny LM's TinyLMScreen) and names the templates that draw it (`pa
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -18,6 +18,7 @@ from app.views.meaning import node_meaning
 from app.views.story import StepStory
 from app.views.urls import URLS
 from app.views.view_state import ViewState
+from app.views.walkthrough_list import ListedWalkthrough
 
 
 @dataclass(frozen=True)
@@ -68,16 +69,19 @@ class Screen:
         return point, note
 
     @property
+    def form_refused(self) -> bool:
+        """Whether the kind's form names a refused value (each kind's screen knows its form)."""
+        return False
+
+    @property
     def form_open(self) -> bool:
         """"Change the numbers" starts open on a step about a parameter, or when the form was refused."""
-        form = getattr(self, "form", None)
-        return bool(self.story and self.story.form_open) or bool(getattr(form, "errors", None))
+        return bool(self.story and self.story.form_open) or self.form_refused
 
-    def next_walkthrough(self, others: Any) -> Any:
+    def next_walkthrough(self, others: Sequence[ListedWalkthrough] | None) -> ListedWalkthrough | None:
         """Where the last step leads on: the first other built-in walkthrough that loaded, if any
         (an upload is not the next chapter of the story)."""
-        return next((w for w in others or () if getattr(w, "builtin", False) and not getattr(w, "current", False)
-                     and not getattr(w, "error", None)), None)
+        return next((w for w in others or () if w.builtin and not w.current and not w.error), None)
 
     @property
     def overview(self) -> bool:

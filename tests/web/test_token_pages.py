@@ -82,6 +82,7 @@ def test_out_of_range_group_size_is_refused_beside_the_field(client):
     assert field["value"] == "99" and field["aria-invalid"] == "true"
     assert "te-group_size" in field["aria-describedby"]
     assert page.select_one("#token-panel") is not None  # the default step still shows
+    assert page.select_one("details#change-numbers").has_attr("open")  # the refusal is not folded away
 
 
 def test_refusal_as_htmx_swaps_only_the_form(client):

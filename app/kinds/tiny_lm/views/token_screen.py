@@ -141,6 +141,10 @@ class TinyLMScreen(Screen):
     runnable: ClassVar[bool] = True
     stories: ClassVar = STORIES
 
+    @property
+    def form_refused(self) -> bool:
+        return bool(self.token and self.token.form.errors)
+
     def defaults_url(self) -> str:
         """This step's saved view with default parameters."""
         return self.url(ViewState.for_step(self.snapshot, self.state.walkthrough_id, self.state.step_id,

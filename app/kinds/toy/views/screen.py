@@ -39,6 +39,10 @@ class ToyScreen(Screen):
     stories: ClassVar = STORIES
 
     @property
+    def form_refused(self) -> bool:
+        return bool(self.form and self.form.errors)
+
+    @property
     def story_figure(self) -> StoryFigure | None:
         """The step's focus figure: the group, revealed as far as the story has come."""
         return build_story_figure(self.result, self.state.step_id)
