@@ -37,6 +37,13 @@ def _deleted_upload(store: UploadStore, path: str) -> bool:
     return match is not None and not store.exists(match.group(1))
 
 
+def configure_process(settings: Settings) -> None:
+    """What every process that computes needs, whatever serves it: the web process here, and each
+    worker process that runs its torch (the compute pool, the job runner)."""
+    set_threads(settings.torch_threads)
+    LIMITER.configure(settings.compute_slots, settings.compute_queue)
+
+
 def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) -> FastAPI:
     """The app, serving the walkthrough kinds of `kinds` (the registry's, app/web/kinds.py, unless a
     test brings its own)."""
@@ -45,8 +52,7 @@ def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) 
     device = resolve_device(settings.device)
     if settings.device == "auto":
         log.info("device auto -> %s", device)
-    set_threads(settings.torch_threads)
-    LIMITER.configure(settings.compute_slots, settings.compute_queue)
+    configure_process(settings)
 
     # /docs is our own page (routes/docs.py: Swagger UI from /static, under the one CSP);
     # FastAPI's would load it from a CDN. No ReDoc: /redoc is a 404.
