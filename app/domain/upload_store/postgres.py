@@ -43,7 +43,9 @@ def _redacted(url: str) -> str:
     return f"postgresql {info.get('user') or ''}@{host}:{port}/{info.get('dbname') or ''}"
 
 
-class PostgresBackend:
+class PgConnections:
+    """A few reused connections to one server; shared by the upload and the job stores."""
+
     def __init__(self, url: str, pool_size: int = 4, connect_timeout: int = 10) -> None:
         if not url.startswith(("postgresql://", "postgres://")):
             raise ValueError("DATABASE_URL must start with postgresql:// (got another scheme)")
@@ -53,7 +55,6 @@ class PostgresBackend:
         self._idle: list[psycopg.Connection[Any]] = []
         self._slots = threading.BoundedSemaphore(pool_size)
         self._lock = threading.Lock()
-        self._run(self._create_schema)  # fails start-up at once if the server cannot be reached
 
     # -- connections -----------------------------------------------------------------------
 
@@ -94,6 +95,21 @@ class PostgresBackend:
             except psycopg.Error as exc:
                 raise StoreUnavailable(f"{self._where}: {exc}") from exc
         raise AssertionError("unreachable")
+
+    def describe(self) -> str:
+        return self._where
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+class PostgresBackend(PgConnections):
+    def __init__(self, url: str, pool_size: int = 4, connect_timeout: int = 10) -> None:
+        super().__init__(url, pool_size, connect_timeout)
+        self._run(self._create_schema)  # fails start-up at once if the server cannot be reached
 
     # -- the interface ---------------------------------------------------------------------
 
@@ -138,15 +154,3 @@ class PostgresBackend:
         query = f"SELECT id, size, filename, extract(epoch FROM created_at) FROM {TABLE} ORDER BY created_at, id"
         rows = self._run(lambda c: c.execute(query).fetchall())
         return [StoredUpload(r[0], int(r[1]), r[2], float(r[3])) for r in rows]
-
-    def describe(self) -> str:
-        return self._where
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-
-

@@ -1,0 +1,159 @@
+"""Training runs as rows (issue 21): one small interface, two implementations, beside the uploads.
+
+A job is what a path request asks for, named by its content: `JobSpec.id` hashes the kind, the
+task, its parameters and the code version, so the same request from any worker or replica
+finds the same row. The row carries the whole life of the run: queued, claimed by one runner
+(a lease it renews with a heartbeat), its progress, then the result bytes or the error.
+
+- `SqliteJobBackend` (the default): the same SQLite file as the uploads, claims under
+  `BEGIN IMMEDIATE` (the file's write lock, across processes).
+- `PostgresJobBackend` (DATABASE_URL): claims with `SELECT … FOR UPDATE SKIP LOCKED`, so
+  replicas and workers on other machines never claim the same row, nor wait on each other.
+
+Nothing here knows torch or a kind: results are bytes, parameters JSON.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+TABLE = "grpo_jobs"
+STATES = ("queued", "running", "done", "failed")
+# A job whose runner was lost this many times is failed, not handed on again: a job that kills
+# its runner (memory, a segfault) must not take every runner down in turn.
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    kind: str  # the walkthrough kind whose task this is ("tiny_lm", "toy")
+    task: str  # the task's name in that kind ("lm_path", "toy_process")
+    params: dict[str, Any]  # JSON: path, seed, device and the kind's own parameters
+    code_version: str  # what computes it: a new version is a new job
+    title: str = ""  # for listings: "tiny_lm r1-zero seed 3 (cpu)"
+
+    @property
+    def device(self) -> str:
+        return str(self.params.get("device", "cpu"))
+
+    @property
+    def params_json(self) -> str:
+        return json.dumps(self.params, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def id(self) -> str:
+        """Content address: the same request anywhere is the same job."""
+        body = json.dumps([self.kind, self.task, self.params_json, self.code_version], separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: str
+    kind: str
+    task: str
+    params: dict[str, Any]
+    code_version: str
+    device: str
+    title: str
+    state: str
+    stage: str
+    step: int
+    done: int
+    total: int
+    fraction: float  # never decreases within a run: a takeover catches up before it moves on
+    runner: str | None  # host:pid that holds the job, or finished it
+    attempts: int  # claims: 1 for a job computed once, more after a runner was lost
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    seconds: float | None  # the finishing attempt's own time
+    error: str | None
+    history: str = ""  # one line per takeover, for operators
+    result_size: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed")
+
+
+class JobBackend(Protocol):
+    def ensure(self, spec: JobSpec) -> JobRecord:
+        """The row of `spec`, inserted as queued if absent (atomic: every caller gets the one row)."""
+        ...
+
+    def get(self, ident: str) -> JobRecord | None: ...
+
+    def result(self, ident: str) -> bytes | None: ...
+
+    def claim(self, runner: str, lease_s: float, tasks: Sequence[str], devices: Sequence[str],
+              code_version: str) -> JobRecord | None:
+        """The oldest claimable job of these tasks, devices and code version, now held by `runner`:
+        a queued one, or a running one whose lease ran out (its runner is gone). None if there is none."""
+        ...
+
+    def heartbeat(self, ident: str, runner: str, lease_s: float, stage: str, step: int, done: int,
+                  total: int) -> bool:
+        """Renew the lease and write progress (progress only if it does not go backwards).
+        False if `runner` no longer holds the job: it must stop and write nothing."""
+        ...
+
+    def finish(self, ident: str, runner: str, result: bytes, seconds: float) -> bool: ...
+
+    def fail(self, ident: str, runner: str, error: str) -> bool: ...
+
+    def release(self, ident: str, runner: str) -> bool:
+        """A running job handed back to the queue by a runner that is stopping (SIGTERM), so another
+        takes it at once instead of after the lease. Its progress stays (it never goes backwards)."""
+        ...
+
+    def retry(self, ident: str) -> bool:
+        """A failed job queued again (on request only: the app never retries by itself)."""
+        ...
+
+    def delete(self, ident: str) -> bool: ...
+
+    def listing(self) -> list[JobRecord]: ...
+
+    def describe(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+# The columns read into a JobRecord, in its field order (the result bytes never: they are read alone).
+COLUMNS = ("id", "kind", "task", "params", "code_version", "device", "title", "state", "stage", "step", "done",
+           "total", "fraction", "runner", "attempts", "created_at", "started_at", "finished_at", "seconds", "error",
+           "history", "result_size")
+
+
+def record(row: Sequence[Any]) -> JobRecord:
+    values = dict(zip(COLUMNS, row, strict=True))
+    values["params"] = json.loads(values["params"])
+    for key in ("step", "done", "total", "attempts"):
+        values[key] = int(values[key])
+    for key in ("fraction", "created_at"):
+        values[key] = float(values[key])
+    for key in ("started_at", "finished_at", "seconds"):
+        values[key] = None if values[key] is None else float(values[key])
+    values["history"] = values["history"] or ""
+    return JobRecord(**values)
+
+
+def lost_note(runner: str | None, when: float) -> str:
+    return f"runner {runner} lost its lease at {when:.0f}; taken over\n"
+
+
+def open_job_backend(data_dir: Path, database_url: str | None = None) -> JobBackend:
+    """PostgreSQL when `database_url` is set, else SQLite in `data_dir` (the uploads' file)."""
+    if database_url:
+        from app.domain.job_store.postgres import PostgresJobBackend  # psycopg only when asked for
+
+        return PostgresJobBackend(database_url)
+    from app.domain.job_store.sqlite import SqliteJobBackend
+    from app.domain.upload_store import SQLITE_FILE
+
+    return SqliteJobBackend(Path(data_dir) / SQLITE_FILE)

@@ -1,0 +1,145 @@
+"""Jobs in PostgreSQL (psycopg 3): one table shared by every replica and worker machine.
+
+A claim is one statement: `UPDATE … WHERE id = (SELECT id … FOR UPDATE SKIP LOCKED LIMIT 1)`.
+Two runners asking at once lock different rows (or one finds none) instead of queueing on the
+same one, which is the lock PostgreSQL's own documentation names for a queue table. Every time
+is the server's clock (`clock_timestamp()`), so leases hold across machines whose clocks differ.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from app.domain.job_store import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, record
+from app.domain.upload_store.postgres import LOCK_KEY, PgConnections
+
+NOW = "extract(epoch FROM clock_timestamp())"
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    id           text PRIMARY KEY,
+    kind         text NOT NULL,
+    task         text NOT NULL,
+    params       text NOT NULL,
+    code_version text NOT NULL,
+    device       text NOT NULL,
+    title        text NOT NULL,
+    state        text NOT NULL,
+    stage        text NOT NULL DEFAULT 'queued',
+    step         integer NOT NULL DEFAULT 0,
+    done         integer NOT NULL DEFAULT 0,
+    total        integer NOT NULL DEFAULT 0,
+    fraction     double precision NOT NULL DEFAULT 0,
+    runner       text,
+    attempts     integer NOT NULL DEFAULT 0,
+    lease_until  double precision,
+    created_at   double precision NOT NULL,
+    started_at   double precision,
+    finished_at  double precision,
+    seconds      double precision,
+    error        text,
+    history      text NOT NULL DEFAULT '',
+    result_size  integer,
+    result       bytea
+);
+CREATE INDEX IF NOT EXISTS {TABLE}_claimable ON {TABLE} (state, created_at);
+"""
+SELECT = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
+Conn = psycopg.Connection[Any]
+
+
+class PostgresJobBackend(PgConnections):
+    def __init__(self, url: str, pool_size: int = 4, connect_timeout: int = 10) -> None:
+        super().__init__(url, pool_size, connect_timeout)
+        self._run(self._create_schema)
+
+    @staticmethod
+    def _create_schema(conn: Conn) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))  # replicas start at once
+            conn.execute(SCHEMA)
+
+    def ensure(self, spec: JobSpec) -> JobRecord:
+        def op(conn: Conn) -> Any:
+            conn.execute(f"INSERT INTO {TABLE} (id, kind, task, params, code_version, device, title, state, "
+                         f"created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, 'queued', {NOW}) "
+                         "ON CONFLICT (id) DO NOTHING",
+                         (spec.id, spec.kind, spec.task, spec.params_json, spec.code_version, spec.device, spec.title))
+            return conn.execute(f"{SELECT} WHERE id = %s", (spec.id,)).fetchone()
+        row = self._run(op)
+        return record(row) if row is not None else self.ensure(spec)
+
+    def get(self, ident: str) -> JobRecord | None:
+        row = self._run(lambda c: c.execute(f"{SELECT} WHERE id = %s", (ident,)).fetchone())
+        return None if row is None else record(row)
+
+    def result(self, ident: str) -> bytes | None:
+        row = self._run(lambda c: c.execute(f"SELECT result FROM {TABLE} WHERE id = %s AND state = 'done'",
+                                            (ident,)).fetchone())
+        return None if row is None or row[0] is None else bytes(row[0])
+
+    def claim(self, runner: str, lease_s: float, tasks: Sequence[str], devices: Sequence[str],
+              code_version: str) -> JobRecord | None:
+        def op(conn: Conn) -> Any:
+            with conn.transaction():
+                conn.execute(f"UPDATE {TABLE} SET state = 'failed', finished_at = {NOW}, lease_until = NULL, "
+                             "error = 'its runner was lost ' || attempts || ' times (killed or crashed mid-run); "
+                             f"not handed on again' WHERE state = 'running' AND lease_until < {NOW} "
+                             "AND attempts >= %s", (MAX_ATTEMPTS,))
+                return conn.execute(
+                    f"UPDATE {TABLE} AS j SET state = 'running', runner = %(runner)s, attempts = j.attempts + 1, "
+                    f"lease_until = {NOW} + %(lease)s, started_at = {NOW}, "
+                    "history = j.history || CASE WHEN j.state = 'running' THEN 'runner ' || COALESCE(j.runner, '?') "
+                    f"|| ' lost its lease at ' || round({NOW}) || '; taken over' || chr(10) ELSE '' END "
+                    f"FROM (SELECT id FROM {TABLE} WHERE task = ANY(%(tasks)s) AND device = ANY(%(devices)s) "
+                    "AND code_version = %(code)s "
+                    f"AND (state = 'queued' OR (state = 'running' AND lease_until < {NOW})) "
+                    "ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) AS next "
+                    f"WHERE j.id = next.id RETURNING {', '.join('j.' + c for c in COLUMNS)}",
+                    {"runner": runner, "lease": lease_s, "tasks": list(tasks), "devices": list(devices),
+                     "code": code_version}).fetchone()
+        row = self._run(op)
+        return None if row is None else record(row)
+
+    def heartbeat(self, ident: str, runner: str, lease_s: float, stage: str, step: int, done: int,
+                  total: int) -> bool:
+        params = {"lease": lease_s, "f": done / total if total else 0.0, "stage": stage, "step": step,
+                  "done": done, "total": total, "id": ident, "runner": runner}
+        query = (f"UPDATE {TABLE} SET lease_until = {NOW} + %(lease)s, "
+                 "stage = CASE WHEN %(f)s >= fraction THEN %(stage)s ELSE stage END, "
+                 "step = CASE WHEN %(f)s >= fraction THEN %(step)s ELSE step END, "
+                 "done = CASE WHEN %(f)s >= fraction THEN %(done)s ELSE done END, "
+                 "total = CASE WHEN %(f)s >= fraction THEN %(total)s ELSE total END, "
+                 "fraction = GREATEST(fraction, %(f)s) WHERE id = %(id)s AND runner = %(runner)s AND state = 'running'")
+        return self._run(lambda c: c.execute(query, params).rowcount) > 0
+
+    def finish(self, ident: str, runner: str, result: bytes, seconds: float) -> bool:
+        query = (f"UPDATE {TABLE} SET state = 'done', stage = 'done', fraction = 1, done = total, result = %s, "
+                 f"result_size = %s, finished_at = {NOW}, seconds = %s, lease_until = NULL, error = NULL "
+                 "WHERE id = %s AND runner = %s AND state = 'running'")
+        return self._run(lambda c: c.execute(query, (result, len(result), seconds, ident, runner)).rowcount) > 0
+
+    def fail(self, ident: str, runner: str, error: str) -> bool:
+        query = (f"UPDATE {TABLE} SET state = 'failed', error = %s, finished_at = {NOW}, lease_until = NULL "
+                 "WHERE id = %s AND runner = %s AND state = 'running'")
+        return self._run(lambda c: c.execute(query, (error, ident, runner)).rowcount) > 0
+
+    def release(self, ident: str, runner: str) -> bool:
+        query = (f"UPDATE {TABLE} SET state = 'queued', runner = NULL, lease_until = NULL, "
+                 f"history = history || 'runner ' || %s || ' stopped at ' || round({NOW}) || '; handed back' "
+                 "|| chr(10) WHERE id = %s AND runner = %s AND state = 'running'")
+        return self._run(lambda c: c.execute(query, (runner, ident, runner)).rowcount) > 0
+
+    def retry(self, ident: str) -> bool:
+        query = (f"UPDATE {TABLE} SET state = 'queued', stage = 'queued', step = 0, done = 0, total = 0, "
+                 "fraction = 0, runner = NULL, attempts = 0, error = NULL, started_at = NULL, finished_at = NULL, "
+                 f"seconds = NULL, created_at = {NOW} WHERE id = %s AND state = 'failed'")
+        return self._run(lambda c: c.execute(query, (ident,)).rowcount) > 0
+
+    def delete(self, ident: str) -> bool:
+        return self._run(lambda c: c.execute(f"DELETE FROM {TABLE} WHERE id = %s", (ident,)).rowcount) > 0
+
+    def listing(self) -> list[JobRecord]:
+        rows = self._run(lambda c: c.execute(f"{SELECT} ORDER BY created_at, id").fetchall())
+        return [record(r) for r in rows]

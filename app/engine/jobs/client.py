@@ -1,0 +1,155 @@
+"""What a process asks of the jobs: submit a run, read its state, read its result.
+
+One client per process (`JOBS`), configured at start-up (app/web/factory.configure_process) with
+the store, the kinds' tasks and where runs are computed:
+- "process": by runner processes (`python -m app.worker`, one started beside each web process
+  by `python -m app`, or on other machines); this process only writes and reads rows.
+- "thread": by a runner thread in this process, started on the first submit (the test suite's
+  TestClient apps: no process to start or stop per test).
+- "off": by someone else's runners (a web replica with --no-runner); rows wait for them.
+Reads go to the store every time (any worker or replica may have moved the job on); only a
+finished result's decoding is kept, by job id, since a job id's result never changes.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from app.domain.job_store import JobBackend, JobRecord
+from app.engine.jobs import codec
+from app.engine.jobs.runner import JobRunner
+from app.engine.jobs.tasks import JobTask, lanes
+
+Mode = Literal["process", "thread", "off"]
+KEEP_DECODED = 16
+
+
+class JobsNotConfigured(RuntimeError):
+    pass
+
+
+class JobClient:
+    def __init__(self) -> None:
+        self._store: JobBackend | None = None
+        self.tasks: dict[str, JobTask] = {}
+        self.mode: Mode = "off"
+        self._decoded: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._runners: list[JobRunner] = []
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._lease_s = 30.0
+        self._devices: tuple[str, ...] = ("cpu",)
+
+    def configure(self, store: JobBackend, tasks: Mapping[str, JobTask], mode: Mode, lease_s: float = 30.0,
+                  devices: tuple[str, ...] = ("cpu",)) -> None:
+        self.shutdown()
+        with self._lock:
+            self._store, self.tasks, self.mode = store, dict(tasks), mode
+            self._lease_s, self._devices = lease_s, devices
+            self._decoded.clear()
+            self._stop = threading.Event()
+
+    @property
+    def store(self) -> JobBackend:
+        if self._store is None:
+            raise JobsNotConfigured("the job store is not configured in this process")
+        return self._store
+
+    def task(self, name: str) -> JobTask:
+        return self.tasks[name]
+
+    def submit(self, task: str, params: Mapping[str, Any]) -> JobRecord:
+        """The job of (task, params): found, or queued now. Never starts a second run of one job."""
+        job = self.store.ensure(self.task(task).spec(params))
+        if job.state == "queued":
+            self._nudge()
+        return job
+
+    def status(self, ident: str) -> JobRecord | None:
+        return self.store.get(ident)
+
+    def result(self, job: JobRecord) -> Any | None:
+        """A done job's result, decoded (once per process and id); None if it is not done (or was deleted)."""
+        if job.state != "done":
+            return None
+        with self._lock:
+            if job.id in self._decoded:
+                self._decoded.move_to_end(job.id)
+                return self._decoded[job.id]
+        raw = self.store.result(job.id)
+        if raw is None:
+            return None
+        value = codec.loads(raw, self.task(job.task).types)
+        with self._lock:
+            self._decoded[job.id] = value
+            while len(self._decoded) > KEEP_DECODED:
+                self._decoded.popitem(last=False)
+        return value
+
+    def wait(self, task: str, params: Mapping[str, Any], timeout_s: float, poll_s: float = 0.05) -> JobRecord:
+        """Submit and wait (on this thread, never the event loop) until the job is finished or `timeout_s` passed."""
+        job = self.submit(task, params)
+        deadline = time.monotonic() + timeout_s
+        while not job.finished and time.monotonic() < deadline:
+            time.sleep(poll_s)
+            job = self.status(job.id) or self.submit(task, params)
+        return job
+
+    def retry(self, ident: str) -> bool:
+        again = self.store.retry(ident)
+        if again:
+            self._nudge()
+        return again
+
+    def _nudge(self) -> None:
+        if self.mode != "thread":
+            return
+        with self._lock:
+            if not self._runners:
+                for lane, tasks in lanes(self.tasks).items():
+                    runner = JobRunner(self.store, tasks, self._devices, self._lease_s, poll_s=0.5)
+                    thread = threading.Thread(target=runner.run_forever, args=(self._stop,),
+                                              name=f"job-runner-{lane}", daemon=True)
+                    thread.start()
+                    self._runners.append(runner)
+                    self._threads.append(thread)
+            for runner in self._runners:
+                runner.wake.set()
+
+    def shutdown(self, wait_s: float = 10.0) -> None:
+        """Stop this process's runner threads: a job running stops at its next step and goes back to
+        the queue. Waited for, so no thread is inside torch when the interpreter exits (that aborts it)."""
+        self._stop.set()
+        with self._lock:
+            for runner in self._runners:
+                runner.wake.set()
+            threads, self._runners, self._threads = self._threads, [], []
+        deadline = time.monotonic() + wait_s
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+JOBS = JobClient()
+atexit.register(JOBS.shutdown)
+
+
+class JobFailed(RuntimeError):
+    """A job the caller waited on failed; its stored error is the message."""
+
+
+def wait_result(task: str, params: Mapping[str, Any], timeout_s: float) -> Any:
+    """For a caller that needs the result now (the toy's short runs): the result, or JobFailed /
+    TimeoutError. The run itself still happens once, in a runner, and is kept."""
+    job = JOBS.wait(task, params, timeout_s)
+    if job.state == "failed":
+        raise JobFailed(job.error or "failed")
+    value = JOBS.result(job)
+    if value is None:
+        raise TimeoutError(f"job {job.id} ({job.title}) not done after {timeout_s:.0f} s: {job.state}, "
+                           f"{100 * job.fraction:.0f} %")
+    return value
