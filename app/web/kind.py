@@ -9,9 +9,10 @@ exception handlers, start-up state.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from starlette.responses import Response
@@ -19,6 +20,7 @@ from starlette.responses import Response
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Node, Snapshot
 from app.engine.grpo.params import Conventions
+from app.engine.jobs.tasks import JobTask
 from app.views.meaning import NodeMeaning
 
 
@@ -50,3 +52,8 @@ class Kind:
     describe: Callable[[Snapshot, Node, Conventions | None, int | None], NodeMeaning | None] | None = None
     # The allowed range of one of its parameters, for a 422 that names no range itself
     allowed_range: Callable[[str], str | None] | None = None
+    # Its runs that are jobs (app/engine/jobs): the runner processes run exactly these
+    tasks: tuple[JobTask, ...] = ()
+    # The job of one of its training paths: (request, entry, path id, the path API's query) ->
+    # (task name, params). KeyError for a path it does not have; ValueError names a bad parameter.
+    path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None

@@ -42,6 +42,14 @@ class KindRegistry:
     def get(self, kind_id: str | None) -> Kind | None:
         return next((k for k in self.kinds if k.id == kind_id), None)
 
+    @property
+    def tasks(self) -> dict:
+        """Every kind's job tasks by name (names are unique across kinds)."""
+        found = {t.name: t for k in self.kinds for t in k.tasks}
+        if len(found) != sum(len(k.tasks) for k in self.kinds):
+            raise ValueError("two kinds share a job task name")
+        return found
+
     def allowed_range(self, name: str) -> str | None:
         for kind in self.kinds:
             if kind.allowed_range is not None and (found := kind.allowed_range(name)) is not None:

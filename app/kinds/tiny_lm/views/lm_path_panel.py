@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.job_store import JobRecord
 from app.domain.training_paths import PATH_IDS, PathChoice
 from app.kinds.tiny_lm.domain.arith_task import SECOND_SCRIPT, ArithPrompt, read_number, rewards
 from app.kinds.tiny_lm.engine.lm_paths import PATH_TITLES, PathResult
 from app.kinds.tiny_lm.engine.lm_plans import GRPO_RECIPES, RULES_ALL
-from app.kinds.tiny_lm.engine.path_jobs import PathJob
 from app.kinds.tiny_lm.views.token_steps import verdict
 from app.views.charts.line_charts import LineChart, line_chart
 
@@ -73,8 +73,10 @@ class PathPanel:
     path: str | None
     title: str | None
     choices: tuple[PathChoice, ...]  # the shared selector's options (domain/training_paths.py)
-    job: PathJob | None
+    job: JobRecord | None  # the run's row in the job store (app/engine/jobs)
     poll_url: str | None
+    result: PathResult | None = None
+    retry_url: str | None = None  # POST: start a failed run again
     charts: tuple[LineChart, ...] = ()
     stages: tuple[StageRow, ...] = ()
     examples: tuple[tuple[str, str], ...] = ()
@@ -106,12 +108,15 @@ def _curves(result: PathResult) -> tuple[tuple[LineChart, ...], tuple[StageRow, 
     return charts, tuple(rows)
 
 
-def build_path_panel(path: str | None, job: PathJob | None, urls: dict[str, str], poll_url: str | None) -> PathPanel:
+def build_path_panel(path: str | None, job: JobRecord | None, result: PathResult | None, urls: dict[str, str],
+                     poll_url: str | None, retry_url: str | None = None) -> PathPanel:
     choices = tuple(PathChoice(p, PATH_TITLES[p], urls[p], p == path) for p in PATH_IDS)
     if path is None or job is None:
         return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None)
-    if job.result is None:
-        return PathPanel(path, PATH_TITLES[path], choices, job, None if job.error else poll_url)
-    charts, stages = _curves(job.result)
-    return PathPanel(path, PATH_TITLES[path], choices, job, None, charts, stages, job.result.examples,
-                     example_rows(path, job.result.examples))
+    if result is None:
+        failed = job.state == "failed"
+        return PathPanel(path, PATH_TITLES[path], choices, job, None if failed else poll_url,
+                         retry_url=retry_url if failed else None)
+    charts, stages = _curves(result)
+    return PathPanel(path, PATH_TITLES[path], choices, job, None, result, None, charts, stages, result.examples,
+                     example_rows(path, result.examples))

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from app.domain.snapshot import Snapshot
 from app.domain.training_paths import OLD_URL_KEYS, PATH_IDS, URL_KEY, canonical_path_id
 from app.engine.grpo.token_records import TensorSummary
-from app.kinds.tiny_lm.engine.path_jobs import PATH_JOBS
+from app.engine.jobs.client import JOBS
+from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
@@ -181,10 +182,12 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> Tin
 
 
 def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str]) -> PathPanel:
-    """The process selector; choosing a path starts its run (or finds it in the cache)."""
-    job = PATH_JOBS.get(q.path, q.params.seed, device) if q.path else None
-    poll = URLS.lm_path(walkthrough_id, q.path, {"seed": str(q.params.seed)}) if q.path else None
-    return build_path_panel(q.path, job, urls, poll)
+    """The process selector; choosing a path submits its job (or finds it in the store, done or not)."""
+    if not q.path:
+        return build_path_panel(None, None, None, urls, None)
+    job = JOBS.submit(TASK, path_params(q.path, q.params.seed, device))
+    poll = URLS.lm_path(walkthrough_id, q.path, {"seed": str(q.params.seed)})
+    return build_path_panel(q.path, job, JOBS.result(job), urls, poll, poll)
 
 
 def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str | None = None) -> str:

@@ -1,10 +1,16 @@
 """The tiny-LM kind (TinyLMGRPO: completions of tokens), as the house registers it."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
+from app.domain.catalog import CatalogEntry
+from app.engine.jobs.tasks import JobTask
+from app.kinds.tiny_lm.engine import path_tasks
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
 from app.kinds.tiny_lm.views.meaning_tiny_lm import describe_tiny_lm
 from app.kinds.tiny_lm.web import api, pages
@@ -16,6 +22,24 @@ def install(app: FastAPI) -> None:
     app.include_router(pages.router)
 
 
+PATH_TASK = JobTask(KIND_ID, path_tasks.TASK, path_tasks.run_task, path_tasks.TYPES,
+                    lambda params, result: asdict(result), path_tasks.title, lane="long")
+DEFAULT_SEED = 3  # the seed the page's paths box starts from
+
+
+def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
+    """A path's job: `seed` and `scale` (every stage's steps multiplied; 1 is the walkthrough's run)."""
+    if query.get("iterations_scale") is not None:
+        raise ValueError("iterations_scale: the toy's parameter; the tiny LM's paths take `scale`")
+    scale = 1.0 if query.get("scale") is None else float(query["scale"])
+    low, high = path_tasks.SCALE_RANGE
+    if not low <= scale <= high:
+        raise ValueError(f"scale: {scale:g} is outside [{low}, {high}]")
+    seed = DEFAULT_SEED if query.get("seed") is None else int(query["seed"])
+    return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale)
+
+
 KIND = Kind(id=KIND_ID, title="A tiny language model: completions of tokens",
             matches=is_token_runnable, step_page=pages.step_page, install=install,
-            templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_tiny_lm)
+            templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_tiny_lm,
+            tasks=(PATH_TASK,), path_job=path_job)

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse
 
 from app.domain.training_paths import PATH_IDS, canonical_path_id
+from app.engine.jobs.client import JOBS
+from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.views.token_screen import (
@@ -22,7 +24,7 @@ from app.views.view_state import UnknownViewPart, ViewState
 from app.web.deps import CatalogDep, DeviceDep, find_loaded
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
-from app.web.rendering import render
+from app.web.rendering import render, wants_fragment
 from app.web.step_pages import refused_form, step_context, step_response
 
 FORM = "tiny_lm/token_form.html"
@@ -54,7 +56,8 @@ NO_STORE = "no-store"  # a page showing a run in progress changes: neither cache
 
 
 def _running(panel) -> bool:
-    return panel is not None and panel.job is not None and not panel.job.finished
+    """A run not done (queued, running, or failed and able to start again): its page changes."""
+    return panel is not None and panel.job is not None and panel.job.state != "done"
 
 
 @router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
@@ -75,3 +78,20 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
     panel = path_panel(walkthrough_id, q, dev, urls)
     return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},
                   headers={"Cache-Control": NO_STORE} if _running(panel) else None)
+
+
+@router.post("/walkthroughs/{walkthrough_id}/paths/{path}")
+def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3):
+    """"Try again" on a failed run: queued again, then the box (htmx) or the page showing it."""
+    entry = find_loaded(cat, walkthrough_id)
+    if path not in PATH_IDS or entry.kind != KIND_ID:
+        raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
+    job = JOBS.submit(TASK, path_params(path, seed, dev))
+    if job.state == "failed":
+        JOBS.retry(job.id)
+    if wants_fragment(request):
+        return path_fragment(request, walkthrough_id, path, cat, dev, seed)
+    assert entry.snapshot is not None
+    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
+    return RedirectResponse(URLS.step(walkthrough_id, entry.snapshot.opening_step_id, q.query()) + "#lm-path-panel",
+                            status_code=303)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
-from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.engine.process_jobs import process_run
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.engine.stage_step import stage_step
 
@@ -18,4 +18,4 @@ def step_for_view(params: GRPOParams, device: str, processes: ProcessCatalog | N
         return run_grpo_step(params, device)
     process = processes.get(process_id)
     stage = process.stage(stage_id) if stage_id is not None else process.default_stage
-    return stage_step(run_process(processes, process.id, params.seed), stage.id, params.prompt)
+    return stage_step(process_run(processes, process.id, params.seed), stage.id, params.prompt)

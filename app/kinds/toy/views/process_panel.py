@@ -11,7 +11,8 @@ from app.domain.training_paths import PathChoice
 from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
 from app.kinds.toy.domain.rewards import role_rewards
 from app.kinds.toy.domain.toy_task import ROLE_LABELS
-from app.kinds.toy.engine.processes import METRICS_NOTE, StageRun, run_process
+from app.kinds.toy.engine.process_jobs import process_run
+from app.kinds.toy.engine.processes import METRICS_NOTE, StageRun
 from app.kinds.toy.views.charts.comparison import ComparisonChart, comparison
 from app.kinds.toy.views.charts.pipeline import Pipeline, kind_label, pipeline
 from app.kinds.toy.views.charts.stage_curves import stage_curves
@@ -99,7 +100,7 @@ def build_process_panel(snapshot: Snapshot, state: ViewState, processes: Process
     links: tuple[StageLink, ...] = ()
     if state.kind.process:
         process = processes.get(state.kind.process)
-        run = run_process(processes, process.id, seed)
+        run = process_run(processes, process.id, seed)
         shown = process.stage(state.kind.stage) if state.kind.stage else process.default_stage
         drawn = pipeline(process, shown.id)
         # the default stage's link names no stage: one URL per view
@@ -109,7 +110,7 @@ def build_process_panel(snapshot: Snapshot, state: ViewState, processes: Process
                       for s in process.stages)
         card = stage_card(run.stage(shown.id))
         # The plain walkthrough step should not pay for three training runs: only with a path chosen.
-        finals = [(processes.get(pid), run_process(processes, pid, seed).final) for pid in processes.ids]
+        finals = [(processes.get(pid), process_run(processes, pid, seed).final) for pid in processes.ids]
         compared = Comparison(seed, METRICS_NOTE, comparison(finals),
                               tuple((p.title, p.paper_result) for p, _ in finals))
     hidden = {k: v for k, v in state.query(snapshot).items() if k not in ("process", "stage")}

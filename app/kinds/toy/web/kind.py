@@ -1,18 +1,24 @@
 """The toy kind (ToyGRPO: four choices, one per completion), as the house registers it."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.kinds.toy.domain.process_spec import load_processes
+from app.domain.catalog import CatalogEntry
+from app.engine.jobs.tasks import JobTask
+from app.kinds.toy.domain.process_spec import ProcessCatalog, load_processes
+from app.kinds.toy.engine import process_jobs
 from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.node_map import KIND_ID, is_runnable
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.meaning import describe_toy
 from app.kinds.toy.web import api, processes
 from app.kinds.toy.web.pages import step_page
+from app.kinds.toy.web.schemas.processes import process_run_payload
 from app.web.kind import Kind
 
 
@@ -27,7 +33,27 @@ def install(app: FastAPI) -> None:
         return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
 
 
+def _payload(params: Mapping[str, Any], run: Any) -> dict:
+    return process_run_payload(ProcessCatalog.model_validate(params["catalog"]), run)
+
+
+PROCESS_TASK = JobTask(KIND_ID, process_jobs.TASK, process_jobs.run_task, process_jobs.TYPES, _payload,
+                       process_jobs.title, lane="short")
+
+
+def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
+    """A path's job: `seed` and `iterations_scale` (every stage's iterations multiplied, 1 to 8)."""
+    if query.get("scale") is not None:
+        raise ValueError("scale: the tiny LM's parameter; the toy's paths take `iterations_scale`")
+    scale = 1 if query.get("iterations_scale") is None else int(query["iterations_scale"])
+    if not 1 <= scale <= 8:
+        raise ValueError(f"iterations_scale: {scale} is outside [1, 8]")
+    seed = 0 if query.get("seed") is None else int(query["seed"])
+    catalog: ProcessCatalog = request.app.state.processes
+    return process_jobs.TASK, process_jobs.process_params(catalog, path, seed, scale)
+
+
 KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per completion",
             matches=is_runnable, step_page=step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_toy,
-            allowed_range=allowed_range)
+            allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job)

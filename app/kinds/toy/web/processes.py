@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.kinds.toy.domain.process_spec import ProcessCatalog
-from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.engine.process_jobs import process_run
 from app.kinds.toy.web.deps import ProcessesDep, find_process
 from app.kinds.toy.web.schemas.processes import (
     ComparisonBody,
@@ -39,7 +39,7 @@ async def compare(processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0, 
 
 
 def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dict:
-    runs = [run_process(processes, pid, seed, iterations_scale) for pid in processes.ids]
+    runs = [process_run(processes, pid, seed, iterations_scale) for pid in processes.ids]
     return comparison_payload(processes, runs)
 
 
@@ -52,4 +52,4 @@ async def get_process_run(process_id: str, processes: ProcessesDep, compute: Com
 
 
 def _process_run(processes: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> dict:
-    return process_run_payload(processes, run_process(processes, process_id, seed, iterations_scale))
+    return process_run_payload(processes, process_run(processes, process_id, seed, iterations_scale))

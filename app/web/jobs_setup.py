@@ -1,0 +1,60 @@
+"""The jobs of one process (issue 21): the store, the kinds' tasks and where runs are computed.
+
+`configure_jobs` runs in every process that reads jobs (app/web/factory.configure_process: the
+web process and each compute worker); `install_jobs` adds to the web app the paths API, the
+answers for a failed or unfinished run, and, with JOB_RUNNER=process, the runner child process.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from app.domain.job_store import open_job_backend
+from app.engine.jobs.client import JOBS, JobFailed
+from app.web.kinds import KINDS, registry
+from app.web.rendering import render_error
+from app.web.routes import paths_api
+from app.web.runner_process import RunnerProcess
+from app.web.settings import Settings
+
+log = logging.getLogger("app.jobs")
+
+
+def configure_jobs(settings: Settings) -> None:
+    """The client of this process. With JOB_RUNNER=process (a served app) no process but the runner
+    child computes; "thread" (the test suite's in-process apps) starts runner threads on first use."""
+    store = open_job_backend(settings.resolved_data_dir, settings.database_url)
+    JOBS.configure(store, registry(KINDS).tasks, settings.job_runner, settings.job_lease_s)
+
+
+def install_jobs(app: FastAPI, settings: Settings) -> None:
+    paths_api.install(app)
+
+    @app.exception_handler(JobFailed)
+    async def _failed(request: Request, exc: JobFailed):
+        message = f"The training run this page needs failed: {exc}"
+        if request.url.path.startswith("/api/"):
+            response = JSONResponse({"error": message}, status_code=500)
+        else:
+            response = render_error(request, 500, "The run failed", message)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    if settings.job_runner != "process":
+        return
+    runner = RunnerProcess(settings)
+    app.state.job_runner = runner
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):  # the runner starts with the server and stops with it
+        async with inner(app) as state:
+            runner.start()
+            try:
+                yield state
+            finally:
+                runner.stop()
+    app.router.lifespan_context = lifespan

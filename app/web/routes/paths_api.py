@@ -1,0 +1,98 @@
+"""One path API for every kind (issue 21): a training path is a job in the store; GET starts it
+if need be and reads it, POST starts a failed one again. Thin: app/engine/jobs does the work."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from app.domain.job_store import JobRecord
+from app.engine.jobs.client import JOBS
+from app.web.deps import CatalogDep, StrictQueryRoute, find_loaded
+from app.web.errors import NotFound, NotRunnable
+from app.web.schemas.errors import INVALID, error
+from app.web.schemas.jobs import PathJobBody, job_payload
+
+router = APIRouter(prefix="/api", tags=["paths"], route_class=StrictQueryRoute)
+
+Seed = Annotated[int | None, Query(ge=0, le=2**31 - 1, description="Seeds every sampling step of the path "
+                                   "(default: the kind's, 3 for the tiny LM, 0 for the toy).")]
+Scale = Annotated[float | None, Query(description="Tiny LM only: every stage's steps multiplied, 0.01 to 1 "
+                                      "(1, the default, is the walkthrough's run).")]
+IterationsScale = Annotated[int | None, Query(description="Toy only: every stage's iterations multiplied, "
+                                              "1 to 8 (default 1).")]
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": PathJobBody, "description": "Done (with `result`) or failed (with `error`)."},
+    202: {"model": PathJobBody, "description": "Queued or running: poll the same URL."},
+    404: error("Unknown walkthrough, or a path its kind does not have."),
+    409: error("The walkthrough is view-only: no engine of this app runs it, so it has no paths."),
+    422: INVALID,
+    503: error("The job store cannot be reached just now; try again."),
+}
+
+
+def _job(request: Request, cat, walkthrough_id: str, path: str, query: dict[str, Any]) -> tuple[str, dict]:
+    entry = find_loaded(cat, walkthrough_id)
+    kind = request.app.state.kinds.get(entry.kind)
+    if kind is None or kind.path_job is None:
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is view-only: it has no training paths")
+    try:
+        return kind.path_job(request, entry, path, query)
+    except KeyError:
+        raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}") from None
+    except ValueError as exc:
+        param, _, message = str(exc).partition(": ")
+        detail = [{"param": param, "message": message or str(exc), "allowed": None}]
+        raise _Invalid(detail) from None
+
+
+class _Invalid(Exception):
+    def __init__(self, detail: list[dict]) -> None:
+        super().__init__(detail[0]["message"])
+        self.detail = detail
+
+
+def _answer(job: JobRecord) -> JSONResponse:
+    result = None
+    if job.state == "done":
+        value = JOBS.result(job)
+        result = None if value is None else JOBS.task(job.task).payload(job.params, value)
+    status = 200 if job.finished else 202
+    # Only a done job's answer may be kept by caches: a failed one can be started again, a running one moves.
+    headers = {} if job.state == "done" else {"Cache-Control": "no-store"}
+    return JSONResponse(job_payload(job, result), status_code=status, headers=headers)
+
+
+def _query(seed: int | None, scale: float | None, iterations_scale: int | None) -> dict[str, Any]:
+    return {"seed": seed, "scale": scale, "iterations_scale": iterations_scale}
+
+
+@router.get("/walkthroughs/{walkthrough_id}/paths/{path}", responses=RESPONSES, response_model=None)
+def get_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, seed: Seed = None,
+             scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
+    """A training path of this walkthrough's kind, run on the server as a job: queued if nobody asked
+    for it yet, computed once by one runner for every worker and replica, kept until an operator
+    deletes it (`python -m app.jobs delete ID`)."""
+    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale))
+    return _answer(JOBS.submit(task, params))
+
+
+@router.post("/walkthroughs/{walkthrough_id}/paths/{path}", responses=RESPONSES, response_model=None)
+def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, seed: Seed = None,
+               scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
+    """Start a failed path again (a job that is queued, running or done is left as it is and read)."""
+    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale))
+    job = JOBS.submit(task, params)
+    if job.state == "failed" and JOBS.retry(job.id):
+        job = JOBS.status(job.id) or JOBS.submit(task, params)
+    return _answer(job)
+
+
+def install(app) -> None:
+    app.include_router(router)
+
+    @app.exception_handler(_Invalid)
+    async def _invalid(_request: Request, exc: _Invalid):
+        line = "; ".join(f"{d['param']}: {d['message']}" for d in exc.detail)
+        return JSONResponse({"error": line, "detail": exc.detail}, status_code=422)

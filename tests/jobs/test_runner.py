@@ -1,0 +1,121 @@
+"""The engine side of jobs: the result codec (exact, and never code from the database), and a
+runner's life with a task: done, failed with its error, a lost lease (it stops and writes nothing),
+a stop (the job goes back to the queue)."""
+from __future__ import annotations
+
+import io
+import pickle
+import threading
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from app.domain.job_store import open_job_backend
+from app.engine.jobs import codec
+from app.engine.jobs.runner import JobRunner
+from app.engine.jobs.tasks import JobTask, code_version
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Run:
+    points: tuple[Point, ...]
+    state: dict
+    by_pair: dict
+
+
+def test_codec_round_trips_exactly():
+    weights = torch.randn(3, 4, dtype=torch.float64)
+    run = Run((Point(0.1 + 0.2, "a"), Point(float("inf"), "b")), {"w": weights}, {(1, 2): [3, None]})
+    back = codec.loads(codec.dumps(run), (Run, Point))
+    assert back.points == run.points and isinstance(back.points, tuple)
+    assert torch.equal(back.state["w"], weights) and back.state["w"].dtype == torch.float64
+    assert back.by_pair == {(1, 2): [3, None]}
+
+
+def test_codec_refuses_a_type_the_task_does_not_allow_and_never_unpickles_code():
+    with pytest.raises(codec.CodecError, match="Point"):
+        codec.loads(codec.dumps(Point(1.0, "a")), (Run,))
+
+    class Boom:
+        def __reduce__(self):
+            return (print, ("code ran",))
+    buffer = io.BytesIO()
+    torch.save({"x": Boom()}, buffer, pickle_module=pickle)
+    with pytest.raises(codec.CodecError, match="unreadable"):
+        codec.loads(buffer.getvalue(), (Run,))
+    with pytest.raises(codec.CodecError):
+        codec.dumps(object())
+
+
+def make_task(run) -> JobTask:
+    return JobTask("k", "t", run, (Point,), lambda params, result: {"x": result.x}, lambda params: "test")
+
+
+@pytest.fixture
+def store(tmp_path):
+    backend = open_job_backend(tmp_path)
+    yield backend
+    backend.close()
+
+
+def test_a_runner_runs_a_job_once_and_stores_its_result(store):
+    calls = []
+
+    def run(params, progress):
+        calls.append(params)
+        for i in range(3):
+            progress("s", i, i + 1, 3)
+        return Point(params["seed"] / 7, "done")
+
+    job = store.ensure(make_task(run).spec({"seed": 3}))
+    runner = JobRunner(store, {"t": make_task(run)}, name="host:1")
+    assert runner.run_one() and not runner.run_one()
+    done = store.get(job.id)
+    assert done.state == "done" and done.runner == "host:1" and done.attempts == 1 and calls == [{"seed": 3}]
+    assert codec.loads(store.result(job.id), (Point,)) == Point(3 / 7, "done")
+    assert done.code_version == code_version()
+
+
+def test_a_failing_task_is_stored_failed_with_its_error(store):
+    def run(params, progress):
+        raise RuntimeError("diverged at step 4")
+
+    job = store.ensure(make_task(run).spec({"seed": 1}))
+    assert JobRunner(store, {"t": make_task(run)}, name="h:2").run_one()
+    failed = store.get(job.id)
+    assert failed.state == "failed" and failed.error == "RuntimeError: diverged at step 4"
+
+
+def test_a_runner_whose_lease_was_taken_stops_and_writes_nothing(store):
+    def run(params, progress):
+        store.release(job.id, "h:3")  # as if it stalled past its lease and another took the job
+        store.claim("h:4", 30, ("t",), ("cpu",), code_version())
+        progress("s", 1, 1, 2)
+        return Point(1.0, "never stored")
+
+    job = store.ensure(make_task(run).spec({"seed": 2}))
+    assert JobRunner(store, {"t": make_task(run)}, name="h:3").run_one()
+    held = store.get(job.id)
+    assert held.state == "running" and held.runner == "h:4" and store.result(job.id) is None
+
+
+def test_a_stopping_runner_hands_its_job_back(store):
+    stop = threading.Event()
+
+    def run(params, progress):
+        progress("s", 1, 1, 4)
+        stop.set()
+        progress("s", 2, 2, 4)
+        return Point(0.0, "never stored")
+
+    job = store.ensure(make_task(run).spec({"seed": 5}))
+    JobRunner(store, {"t": make_task(run)}, name="h:5").run_forever(stop)
+    back = store.get(job.id)
+    assert back.state == "queued" and back.runner is None and back.fraction == 0.25
