@@ -13,7 +13,17 @@
 #
 # Configuration is the app's own environment (README "Configuration"): HOST, PORT, WORKERS,
 # DEVICE, WALKTHROUGHS_DIR, LOG_LEVEL, TORCH_THREADS, COMPUTE_SLOTS, COMPUTE_QUEUE,
-# DATA_DIR (uploads; set here by its older name UPLOADS_DIR), DATABASE_URL, UPLOAD_QUOTA_MB.
+# DATA_DIR (uploads and jobs; set here by its older name UPLOADS_DIR), DATABASE_URL,
+# UPLOAD_QUOTA_MB, JOB_RUNNER, JOB_LEASE_S.
+#
+# Roles (README "Jobs"): the CMD serves and runs training jobs (a runner child per web
+# process). Two replicas that only serve, a worker that only computes, one PostgreSQL:
+#
+#   docker run -d -e DATABASE_URL=postgresql://grpo:pw@db/grpo -e JOB_RUNNER=off -p 8001:8000 grpo-walkthrough
+#   docker run -d -e DATABASE_URL=postgresql://grpo:pw@db/grpo -e JOB_RUNNER=off -p 8002:8000 grpo-walkthrough
+#   docker run -d -e DATABASE_URL=postgresql://grpo:pw@db/grpo grpo-walkthrough python -m app.worker
+#
+# docker-compose.yml in the repository is that set-up, with the database.
 FROM python:3.11-slim
 
 ARG TORCH_SPEC="torch==2.13.0"

@@ -20,6 +20,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], help="torch device (env DEVICE, default auto)")
     parser.add_argument("--workers", type=int, help="worker processes (env WORKERS, default 1)")
     parser.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument("--no-runner", action="store_true",
+                        help="serve only: training jobs are left to `python -m app.worker` processes sharing "
+                             "the store (env JOB_RUNNER=off; the default starts one runner per web process)")
     return parser.parse_args(argv)
 
 
@@ -28,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {k: v for k, v in {
         "host": args.host, "port": args.port, "walkthroughs_dir": args.walkthroughs,
         "device": args.device, "workers": args.workers, "log_level": args.log_level,
+        "job_runner": "off" if args.no_runner else None,
     }.items() if v is not None}
     settings = Settings(**overrides)
     try:
@@ -36,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # Workers are separate processes: hand them the effective settings via env.
-    os.environ.update({"WALKTHROUGHS_DIR": str(settings.walkthroughs_dir), "DEVICE": settings.device})
+    os.environ.update({"WALKTHROUGHS_DIR": str(settings.walkthroughs_dir), "DEVICE": settings.device,
+                       "JOB_RUNNER": settings.job_runner})
     # Limits at the edge (README "Limits"): httptools plus a 431 head cap and a header timeout
     # (HEADER_TIMEOUT_S, read by each worker from the environment), idle keep-alive closed.
     uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
