@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from app.domain.job_store import open_job_backend
+from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.client import JOBS, JobFailed
 from app.web.kinds import KINDS, registry
 from app.web.rendering import render_error
@@ -41,6 +42,17 @@ def install_jobs(app: FastAPI, settings: Settings) -> None:
         else:
             response = render_error(request, 500, "The run failed", message)
         response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.exception_handler(StoreUnavailable)
+    async def _store_down(request: Request, exc: StoreUnavailable):
+        log.warning("store unavailable on %s: %s", request.url.path, exc)
+        message = "The store of runs and uploads cannot be reached just now; try again."
+        if request.url.path.startswith("/api/"):
+            response = JSONResponse({"error": message}, status_code=503)
+        else:
+            response = render_error(request, 503, "Try again", message)
+        response.headers.update({"Retry-After": "1", "Cache-Control": "no-store"})
         return response
 
     if settings.job_runner != "process":

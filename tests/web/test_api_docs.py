@@ -183,13 +183,15 @@ URLS = {  # every /api operation of the document, as a URL that reaches its hand
     "/api/processes": "/api/processes",
     "/api/processes/compare": "/api/processes/compare",
     "/api/processes/{process_id}": "/api/processes/r1",
+    "/api/walkthroughs/{walkthrough_id}/paths/{path}": "/api/walkthroughs/toy_grpo/paths/r1",
 }
 
 
 def test_known_names_are_the_documented_parameters(client, openapi):
     """Derived from each route's parameters (its dependencies' too), so they match the document."""
     operations = {(path, method) for path, ops in openapi["paths"].items() if path.startswith("/api") for method in ops}
-    assert {(p, "get") for p in URLS} | {("/api/walkthroughs", "post")} == operations
+    posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post")}
+    assert {(p, "get") for p in URLS} | posts == operations
     for path, url in URLS.items():
         documented = sorted(p["name"] for p in openapi["paths"][path]["get"].get("parameters", []) if p["in"] == "query")
         message = refusal(client.get(url + "?zz_unknown=1"), "zz_unknown").detail[0].message

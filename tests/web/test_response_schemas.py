@@ -22,6 +22,7 @@ from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, Tens
 from app.web.factory import create_app
 from app.web.schemas.errors import ErrorBody, ParamError, ValidationErrorBody
 from app.web.schemas.health import HealthBody
+from app.web.schemas.jobs import PathJobBody
 from app.web.schemas.walkthroughs import UploadBody, WalkthroughItem, WalkthroughSummary
 from app.web.settings import PROJECT_ROOT, Settings
 
@@ -219,6 +220,9 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
                                                    "503": ErrorBody}),
     ("/api/processes/{process_id}", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/processes/compare", {"422": ValidationErrorBody, "503": ErrorBody}),
+    # a job: 202 while queued or running, with the same body as its 200
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", {"202": PathJobBody, "404": ErrorBody, "409": ErrorBody,
+                                                         "422": ValidationErrorBody, "503": ErrorBody}),
 ]
 
 
@@ -274,6 +278,8 @@ DOCUMENTED = [  # (path in the document, URL): GET bodies checked against the do
     ("/api/processes/{process_id}", "/api/processes/nope"),
     ("/api/processes/compare", "/api/processes/compare"),
     ("/api/processes/compare", "/api/processes/compare?seed=-1"),
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?seed=3"),
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/tiny_lm_grpo/paths/r1?scale=5"),
 ]
 
 
@@ -326,6 +332,8 @@ REAL_ERRORS = [
     ("/api/processes/{process_id}", "/api/processes/r1?stage=sft", 422),
     ("/api/processes/compare", "/api/processes/compare?iterations_scale=9", 422),
     ("/api/processes/compare", "/api/processes/compare?scale=2", 422),
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/ppo", 404),
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?iterations_scale=9", 422),
 ]
 MODELS = {ref(m): m for m in (ErrorBody, ValidationErrorBody)}
 

@@ -28,7 +28,9 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     404: error("Unknown walkthrough, or a path its kind does not have."),
     409: error("The walkthrough is view-only: no engine of this app runs it, so it has no paths."),
     422: INVALID,
-    503: error("The job store cannot be reached just now; try again."),
+    503: error("The job store cannot be reached just now; try again.",
+               headers={"Retry-After": {"description": "Seconds to wait before retrying.",
+                                        "schema": {"type": "integer"}}}),
 }
 
 
