@@ -20,6 +20,9 @@ DCL_LIMIT_MS = 150.0
 TOKEN_STEP_LIMIT_MS = 50.0  # issue 13: one recorded token-level step, G = 8, T <= 24
 PATH_LIMIT_S = 60.0  # issue 13: each training path on the CPU
 TINY_LM_PAGE_LIMIT_BYTES = 100_000  # issue 13: "100 KB" compressed, read as 100 000 bytes
+# issue 21: under 64 clients of distinct G = 4096 tensors requests (phases/overload.py)
+OVERLOAD_HEALTHZ_P99_LIMIT_MS = 20.0
+OVERLOAD_PAGE_P99_LIMIT_MS = 50.0
 # A linear-growth limit is also the ideal, so timing noise alone would "miss" it
 # half the time: growth targets are met up to ratio 1 + GROWTH_NOISE.
 GROWTH_NOISE = 0.10
@@ -51,10 +54,12 @@ FIGURES = (
     *(f"tiny_lm_page_{s}_bytes" for s in TINY_LM_STEPS), *(f"tiny_lm_page_{s}_gzip_bytes" for s in TINY_LM_STEPS),
     "tiny_lm_page_max_bytes", "tiny_lm_page_max_gzip_bytes", "tiny_lm_torch_threads",
     "path_scale",
+    "overload_healthz_p50_ms", "overload_healthz_p99_ms", "overload_page_p50_ms", "overload_page_p99_ms",
+    "overload_200", "overload_503", "overload_wrong",
 )
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
-           *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page")
+           *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page", "overload_healthz", "overload_page")
 
 
 def evaluate(f: dict) -> list[dict]:
@@ -96,6 +101,12 @@ def evaluate(f: dict) -> list[dict]:
           for p in TINY_LM_PATHS),
         lambda: target("tiny_lm_page", "tiny-LM step page, largest of 7, gzip", f["tiny_lm_page_max_gzip_bytes"],
                        "<=", TINY_LM_PAGE_LIMIT_BYTES, f"≤ {TINY_LM_PAGE_LIMIT_BYTES}", "bytes"),
+        # overload (issue 21): 64 clients of distinct G = 4096 tensors requests
+        lambda: target("overload_healthz", "/healthz p99 under 64 clients of G=4096 tensors",
+                       f["overload_healthz_p99_ms"], "<=", OVERLOAD_HEALTHZ_P99_LIMIT_MS,
+                       f"≤ {OVERLOAD_HEALTHZ_P99_LIMIT_MS:.0f}", "ms"),
+        lambda: target("overload_page", "viewed step page p99 under the same overload", f["overload_page_p99_ms"],
+                       "<=", OVERLOAD_PAGE_P99_LIMIT_MS, f"≤ {OVERLOAD_PAGE_P99_LIMIT_MS:.0f}", "ms"),
     ]
     out = []
     for make in makers:
@@ -191,6 +202,15 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
                      " / ".join(fmt(f[f"tiny_lm_page_{s}_gzip_bytes"], "bytes") for s in TINY_LM_STEPS), "bytes"),
         lambda: info("tiny-LM step pages, raw (same order)",
                      " / ".join(fmt(f[f"tiny_lm_page_{s}_bytes"], "bytes") for s in TINY_LM_STEPS), "bytes"),
+        # overload (issue 21)
+        lambda: info("overload: /healthz p50 / p99",
+                     f"{f['overload_healthz_p50_ms']:.1f} / {f['overload_healthz_p99_ms']:.1f}", "ms"),
+        t_row("overload_healthz"),
+        lambda: info("overload: viewed step page p50 / p99",
+                     f"{f['overload_page_p50_ms']:.1f} / {f['overload_page_p99_ms']:.1f}", "ms"),
+        t_row("overload_page"),
+        lambda: info("overload: the 64's answers, 200 / 503 + Retry-After / wrong",
+                     f"{f['overload_200']} / {f['overload_503']} / {f['overload_wrong']}"),
     ]
     rows = []
     for make in makers:  # a row whose figures or target this run lacks (`--phases`) is left out

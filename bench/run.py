@@ -20,7 +20,8 @@ is reported, not raised.
                                        # only those phases; the other figures kept from --out
 
 Phases, in the order they run: startup, engine, http, page_weight, browser (the toy), then the
-tiny LM's token_step, paths and tiny_lm_page (issue 13). http needs engine (it takes step
+tiny LM's token_step, paths and tiny_lm_page (issue 13), and overload (issue 21: 64 clients of
+G = 4096 tensors while /healthz and a viewed page are timed). http needs engine (it takes step
 samples next to its wrk runs), so selecting http selects engine.
 """
 from __future__ import annotations
@@ -47,6 +48,7 @@ from bench.common import ACCEPT_ENCODING, ROOT, log, machine_facts, server
 from bench.phases.browser import browser_phase
 from bench.phases.engine import engine_phase
 from bench.phases.http import http_phase
+from bench.phases.overload import overload_phase
 from bench.phases.page_weight import page_weight
 from bench.phases.startup import startup_phase
 from bench.phases.tiny_lm import paths_phase, token_step_phase
@@ -63,8 +65,8 @@ from bench.wrk import parse_wrk
 
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
-PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page")
-HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page"})  # run against one app process
+PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "overload")
+HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "overload"})  # run against one app process
 
 
 def select_phases(phases: str | None, skip: str | None) -> tuple[str, ...]:
@@ -123,6 +125,7 @@ def parse_args(argv=None):
     args.paths_scale = args.paths_scale or (0.02 if smoke else 1.0)
     args.token_seeds = 2 if smoke else 8  # tiny-LM token step: seeds, each timed token_repeats times
     args.token_repeats = 1 if smoke else 3
+    args.overload_seconds = 3.0 if smoke else 10.0  # 64 clients of G = 4096 tensors (issue 21)
     return args
 
 
@@ -183,6 +186,8 @@ def main(argv=None) -> int:
                 browser_phase(port, args, figures, details)
             if "tiny_lm_page" in selected:
                 tiny_lm_page_weight(port, figures, details)
+            if "overload" in selected:  # last: its thousands of answers crowd the response cache
+                overload_phase(port, args, figures, details)
     if "http" in selected:
         figures["web_overhead_ms"] = figures["tensors_uncached_c1_p50_ms"] - figures["engine_step_ms"]
     if "engine" in selected:

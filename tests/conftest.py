@@ -1,8 +1,21 @@
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+
+# The apps tests build in this process compute in threads (COMPUTE_PROCESSES=0): dozens of apps,
+# each spawning worker processes, would be slow, and many tests hold the in-process LIMITER.
+# Real servers (live_server.py, the benchmark) drop it and run `python -m app`'s worker processes.
+os.environ.setdefault("COMPUTE_PROCESSES", "0")
+# Their training-path jobs run on runner threads in the same process (JOB_RUNNER=thread): a TestClient
+# runs no lifespan, so no runner child would start. Real servers drop it too (the default: a child).
+os.environ.setdefault("JOB_RUNNER", "thread")
+# Apps built with default settings keep uploads and jobs under XDG_DATA_HOME: a folder of this run's,
+# never the home directory (DATA_DIR or UPLOADS_DIR, where a test sets one, still wins).
+os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="grpo-tests-"))
 
 # tests import their own helpers (grpo_reference, paths, snapshots) by module name
 sys.path.insert(0, str(Path(__file__).parent))

@@ -76,6 +76,10 @@ def running_server(tmp_path: Path, *args: str, env: dict | None = None, timeout:
     port = free_port()
     log_path = tmp_path / f"server-{port}.log"
     full_env = {**os.environ, "UPLOADS_DIR": str(tmp_path / "uploads"), "PYTHONUNBUFFERED": "1", **(env or {})}
+    if "COMPUTE_PROCESSES" not in (env or {}):
+        full_env.pop("COMPUTE_PROCESSES", None)  # conftest's 0 is for in-process apps: the server's own default
+    if "JOB_RUNNER" not in (env or {}):
+        full_env.pop("JOB_RUNNER", None)  # conftest's thread is for in-process apps, likewise
     if "WALKTHROUGHS_DIR" not in (env or {}):
         full_env.pop("WALKTHROUGHS_DIR", None)  # the default folder: the embedded walkthrough
     with open(log_path, "wb") as log:

@@ -94,6 +94,7 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert shutil.which("wrk"), "wrk is not installed: `make test` installs it (system-deps)"
     out = tmp_path / "results.json"
     env = {**os.environ, "CHROMIUM_PATH": os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")}
+    env.pop("COMPUTE_PROCESSES", None)  # conftest's 0 is for in-process apps: bench the server's default
     proc = subprocess.run([sys.executable, str(RUN), "--smoke", "--device", "cpu", "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"bench failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -1,6 +1,7 @@
 """Application factory: wires settings, the catalog, the device and the routers."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
@@ -44,23 +45,11 @@ def configure_process(settings: Settings) -> None:
     LIMITER.configure(settings.compute_slots, settings.compute_queue)
 
 
-def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) -> FastAPI:
-    """The app, serving the walkthrough kinds of `kinds` (the registry's, app/web/kinds.py, unless a
-    test brings its own)."""
-    settings = settings or Settings()
+def _app_state(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
+    """What routes and kinds read from app.state, in the web app and in each compute worker's."""
     kind_registry = registry(kinds)
-    device = resolve_device(settings.device)
-    if settings.device == "auto":
-        log.info("device auto -> %s", device)
-    configure_process(settings)
-
-    # /docs is our own page (routes/docs.py: Swagger UI from /static, under the one CSP);
-    # FastAPI's would load it from a CDN. No ReDoc: /redoc is a 404.
-    app = FastAPI(title="GRPO walkthrough", version="0.1.0",
-                  description="Every number computed by PyTorch on the server.",
-                  docs_url=None, redoc_url=None)
     app.state.settings = settings
-    app.state.device = device
+    app.state.device = resolve_device(settings.device)
     app.state.kinds = kind_registry
     # Each file's kind is decided once, here and at upload, by the registry's first match.
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir, kind_registry.classify)
@@ -68,15 +57,66 @@ def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) 
                                                  quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
     app.state.catalog.uploads.classify = kind_registry.classify
     add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])
+    return kind_registry
+
+
+def worker_app(settings: Settings) -> FastAPI:
+    """A compute worker's app (app/web/compute_pool.py; configure_process already called): the
+    state the web app has, so a job gets `request.app.state` and the catalog as a route would.
+    Its routes and middleware are never served. The registry's kinds: a test's own `kinds` run
+    in threads (create_app)."""
+    app = FastAPI()
+    for kind in _app_state(app, settings, KINDS).kinds:
+        kind.install(app)
+    return app
+
+
+def _compute_executor(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
+    """The compute executor (app/web/executor.py): worker processes unless COMPUTE_PROCESSES=0 or
+    a test brings its own kinds (functions that a spawned worker could not import by name)."""
+    from app.web.compute_pool import WorkerPool
+    from app.web.executor import ComputeExecutor
+    processes = settings.compute_processes and kinds is KINDS
+    pool = WorkerPool(settings, settings.compute_slots, configure_process, worker_app) if processes else None
+    executor = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s, pool=pool)
+    executor.app = app
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):  # workers start with the server and stop with it
+        async with inner(app) as state:
+            executor.start()
+            try:
+                yield state
+            finally:
+                executor.shutdown()
+    app.router.lifespan_context = lifespan
+    return executor
+
+
+def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) -> FastAPI:
+    """The app, serving the walkthrough kinds of `kinds` (the registry's, app/web/kinds.py, unless a
+    test brings its own)."""
+    settings = settings or Settings()
+    configure_process(settings)
+
+    # /docs is our own page (routes/docs.py: Swagger UI from /static, under the one CSP);
+    # FastAPI's would load it from a CDN. No ReDoc: /redoc is a 404.
+    app = FastAPI(title="GRPO walkthrough", version="0.1.0",
+                  description="Every number computed by PyTorch on the server.",
+                  docs_url=None, redoc_url=None)
+    kind_registry = _app_state(app, settings, kinds)
+    if settings.device == "auto":
+        log.info("device auto -> %s", app.state.device)
     install_error_handlers(app, kind_registry.allowed_range)
     # Outermost last: HEAD served as GET (and 405s naming every method), security headers
     # on everything, then the response cache (it keeps compressed bodies, keyed on
     # Accept-Encoding), then compression.
-    # Torch work runs on its own executor (app/web/executor.py), never the request thread pool;
-    # innermost, the body cap (middleware/limits.py) cuts what the routes read, answering 413.
-    from app.web.executor import ComputeExecutor
+    # Torch work runs on its own executor (app/web/executor.py: worker processes), never the
+    # request thread pool; innermost, the body cap (middleware/limits.py) cuts what the routes
+    # read, answering 413.
     from app.web.middleware.limits import BodyLimitMiddleware
-    app.state.compute = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s)
+    app.state.compute = _compute_executor(app, settings, kinds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024)
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
     if settings.response_cache_mb > 0:

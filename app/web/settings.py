@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     # past that a request gets 503 + Retry-After instead of piling onto the CPU.
     compute_slots: int = Field(2, ge=1, le=64)
     compute_queue: int = Field(64, ge=0, le=10_000)
+    # COMPUTE_PROCESSES: run those computations in COMPUTE_SLOTS worker processes (the default;
+    # app/web/compute_pool.py), so torch and JSON encoding never hold the web process's GIL;
+    # 0 runs them in threads of the web process (the test suite's TestClient apps).
+    compute_processes: bool = True
     # Whole-response cache for deterministic GETs (RESPONSE_CACHE_MB; 0 turns it off).
     response_cache_mb: int = Field(64, ge=0, le=4096)
     # Limits at the edge (README "Limits"): a computation waits at most COMPUTE_WAIT_S for a

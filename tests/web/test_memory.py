@@ -1,5 +1,6 @@
 
-"""Resident memory of the real server (VmRSS of the `python -m app` subprocess) stays bounded.
+"""Resident memory of the real server (VmRSS of the `python -m app` subprocess and its compute
+worker processes) stays bounded.
 
 The engine's results are cached in bounded LRUs (app/engine/compute.py: run_grpo_step holds
 512 weight units, a G<=63 result weighing one; stage_step 256; run_process 64) and whole
@@ -39,11 +40,22 @@ BIG = "group_size=4096&iteration=50&inner_steps=16&inner_step=15&node=input"
 MAX_PLATEAU_GROWTH_MB = 16
 
 
+def _status(pid: int) -> dict[str, str]:
+    return dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+
+
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
+    """VmRSS of the server and of its children: the compute worker processes, where the engine's
+    result caches live (app/web/compute_pool.py), and multiprocessing's resource tracker."""
+    total = int(_status(pid)["VmRSS"].split()[0])
+    for path in Path("/proc").glob("[0-9]*"):
+        try:
+            status = _status(int(path.name))
+        except (OSError, ValueError):
+            continue
+        if int(status.get("PPid", "0")) == pid and "VmRSS" in status:
+            total += int(status["VmRSS"].split()[0])
+    return total / 1024
 
 
 def distinct_requests():

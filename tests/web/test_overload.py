@@ -6,8 +6,10 @@ the server (that doubled /healthz's p99 here).
 
 Every answer to the 64 must be a 200 or a prompt 503 with Retry-After (the compute slots and
 their waiting line are bounded; the rest is refused, never queued for long), and /healthz must
-stay answerable: the compute runs on its own executor, not on the request thread pool nor the
-event loop. The bounds asserted are generous (noisy 2-core machines); the measured figures
+stay answerable: the compute runs in worker processes (app/web/compute_pool.py, the default
+of `python -m app`), not on the request thread pool nor in the web process, whose GIL the
+event loop needs (issue 21: /healthz p99 ~100 ms with threads, under 20 ms with processes;
+`make bench`'s overload phase measures the same). The bounds asserted are generous (noisy 2-core machines); the measured figures
 (p50/p99 of /healthz and of the list, the counts of 200 and 503) are printed, not asserted.
 """
 from __future__ import annotations

@@ -66,14 +66,29 @@ def walkthrough_home(walkthrough_id: str, cat: CatalogDep):
 
 # `:path`: a step id may contain "/" (it is only ever compared, never used as a path)
 @router.get("/walkthroughs/{walkthrough_id}/steps/{step_id:path}")
-async def step_page(request: Request, walkthrough_id: str, step_id: str, cat: CatalogDep, dev: DeviceDep,
-                    kinds: KindsDep, compute: ComputeDep):
-    # On the compute executor, not the request pool: the view may compute a step (a cache miss).
-    return await compute.run(step_work, request, walkthrough_id, step_id, cat, dev, kinds)
+async def step_page(request: Request, walkthrough_id: str, step_id: str, compute: ComputeDep):
+    # On the compute executor (a worker process), not the request pool nor the event loop: the
+    # view may compute a step (a cache miss), and its HTML is rendered there too. A Request does
+    # not pickle: the worker gets the plain part of its scope and builds its own.
+    return await compute.run_in_app(step_work, portable_scope(request), walkthrough_id, step_id)
 
 
-def step_work(request: Request, walkthrough_id: str, step_id: str, cat: Catalog, dev: str, kinds: KindRegistry):
-    """The entry's kind draws the step; a walkthrough no kind runs is drawn from its file alone."""
+# What a step page reads of its request (path, query, headers, URL parts); no app, no state.
+SCOPE_KEYS = ("type", "method", "path", "raw_path", "query_string", "headers", "root_path", "scheme", "server",
+              "http_version")
+
+
+def portable_scope(request: Request) -> dict:
+    return {key: request.scope[key] for key in SCOPE_KEYS if key in request.scope}
+
+
+def step_work(app, scope: dict, walkthrough_id: str, step_id: str):
+    """The entry's kind draws the step; a walkthrough no kind runs is drawn from its file alone.
+    `app` is the app of the process this runs in (executor.run_in_app)."""
+    request = Request({**scope, "app": app})
+    cat: Catalog = app.state.catalog
+    dev: str = app.state.device
+    kinds: KindRegistry = app.state.kinds
     entry = find_loaded(cat, walkthrough_id)
     kind = kinds.get(entry.kind)
     if kind is not None:

@@ -13,7 +13,6 @@ from app.kinds.tiny_lm.web.schemas.tokens import tokens_payload
 from app.web.deps import (
     CatalogDep,
     ComputeDep,
-    DeviceDep,
     StrictQueryRoute,
     find_run,
 )
@@ -30,7 +29,7 @@ router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
     422: error("A parameter is out of range or malformed; `detail` names it.", ValidationErrorBody),
     503: BUSY,
 })
-async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: TokenParamsDep,
+async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, params: TokenParamsDep,
                      compute: ComputeDep,
                      step: Annotated[str | None, Query(description="The step being viewed (echoed).")] = None,
                      node: Annotated[str | None, Query(description="Send this node's every value and gradient "
@@ -43,9 +42,11 @@ async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, dev
     gzip_ok = accepts_gzip(request)
     find_run(cat, walkthrough_id, KIND_ID, step, node,
              f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")
-    return await compute.run(_tokens, walkthrough_id, params, dev, step, node, gzip_ok)
+    return await compute.run_in_app(_tokens, walkthrough_id, params, step, node, gzip_ok)
 
 
-def _tokens(walkthrough_id: str, params: TokenParams, dev: str, step: str | None, node: str | None,
+def _tokens(app, walkthrough_id: str, params: TokenParams, step: str | None, node: str | None,
             gzip_ok: bool) -> Response:
-    return json_response(tokens_payload(walkthrough_id, run_token_step(params, dev), step, node), gzip_ok)
+    """On the compute executor (a worker process): the step, its JSON and gzip (app/web/executor.py)."""
+    return json_response(tokens_payload(walkthrough_id, run_token_step(params, app.state.device), step, node),
+                         gzip_ok)

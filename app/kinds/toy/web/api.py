@@ -19,9 +19,9 @@ from app.kinds.toy.web.schemas.tensors import TensorsBody, tensors_payload
 from app.web.deps import (
     CatalogDep,
     ComputeDep,
-    DeviceDep,
     StrictQueryRoute,
     find_run,
+    find_snapshot,
 )
 from app.web.json_body import accepts_gzip, json_response
 from app.web.schemas.base import AsBuilt
@@ -50,7 +50,6 @@ async def get_tensors(
     request: Request,
     walkthrough_id: str,
     cat: CatalogDep,
-    dev: DeviceDep,
     processes: ProcessesDep,
     params: ParamsDep,
     compute: ComputeDep,
@@ -63,25 +62,28 @@ async def get_tensors(
     stage: Annotated[str | None, Query(description="The process stage (default: its last).")] = None,
 ) -> Response:
     gzip_ok = accepts_gzip(request)
-    snapshot = find_run(cat, walkthrough_id, KIND_ID, step, node,
-                        f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    find_run(cat, walkthrough_id, KIND_ID, step, node,
+             f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
     if process is None:
         if stage is not None:
             raise RequestValidationError([{"loc": ("query", "stage"), "type": "value_error",
                                            "msg": "needs a process: add process=r1-zero, r1 or distillation"}])
-        return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, gzip_ok)
+        return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
-    return await compute.run(_tensors, walkthrough_id, snapshot, step, node, params, dev, processes, gzip_ok,
-                             proc.id, stage_id)
+    return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok, proc.id, stage_id)
 
 
-def _tensors(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
-             dev: str, processes: ProcessCatalog, gzip_ok: bool, *process_stage: str) -> Response:
-    """On the compute executor: the step (computed on a cache miss), its payload, its JSON text
-    and, if the client takes it, its gzip. Both here, not on the event loop: a G = 4096 body is
-    ~1 MB of floats, whose encoding and compression on the loop kept /healthz waiting."""
-    body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, dev, processes, *process_stage), step, node)
+def _tensors(app, walkthrough_id: str, step: str | None, node: str | None, params: GRPOParams, gzip_ok: bool,
+             *process_stage: str) -> Response:
+    """On the compute executor (a worker process): the step (computed on a cache miss), its
+    payload, its JSON text and, if the client takes it, its gzip. Not in the web process: a
+    G = 4096 body is ~1 MB of floats, whose encoding there kept /healthz waiting. The worker's
+    own app gives the snapshot, device and paths (the route checked the ids: only values cross)."""
+    snapshot: Snapshot = find_snapshot(app.state.catalog, walkthrough_id)
+    processes: ProcessCatalog = app.state.processes
+    body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, app.state.device, processes,
+                                                                   *process_stage), step, node)
     if process_stage:
         body = {"process": process_stage[0], "stage": process_stage[1], **body}
     return json_response(body, gzip_ok)
@@ -99,7 +101,6 @@ async def get_compare(
     request: Request,
     walkthrough_id: str,
     cat: CatalogDep,
-    dev: DeviceDep,
     params: ParamsDep,
     conventions_b: CompareDep,
     compute: ComputeDep,
@@ -110,15 +111,16 @@ async def get_compare(
     rewards under the `vs_` conventions (side B: `vs_preset`, default deepseekmath, then any
     `vs_<convention>`), with every node's gradient change ‖∇a − ∇b‖ / ‖∇a‖."""
     gzip_ok = accepts_gzip(request)
-    snapshot = find_run(cat, walkthrough_id, KIND_ID, step, node,
-                        f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
-    return await compute.run(_compare, walkthrough_id, snapshot, step, node, params, conventions_b, dev, gzip_ok)
+    find_run(cat, walkthrough_id, KIND_ID, step, node,
+             f"walkthrough {walkthrough_id!r} is view-only: no runnable model matches its nodes")
+    return await compute.run_in_app(_compare, walkthrough_id, step, node, params, conventions_b, gzip_ok)
 
 
-def _compare(walkthrough_id: str, snapshot: Snapshot, step: str | None, node: str | None, params: GRPOParams,
-             conventions_b: Conventions, dev: str, gzip_ok: bool) -> Response:
+def _compare(app, walkthrough_id: str, step: str | None, node: str | None, params: GRPOParams,
+             conventions_b: Conventions, gzip_ok: bool) -> Response:
     """On the compute executor, like _tensors: both runs (cached), the payload, its JSON and gzip."""
-    body = compare_payload(walkthrough_id, snapshot, compare_step(params, conventions_b, dev), step, node)
+    snapshot: Snapshot = find_snapshot(app.state.catalog, walkthrough_id)
+    body = compare_payload(walkthrough_id, snapshot, compare_step(params, conventions_b, app.state.device), step, node)
     return json_response(body, gzip_ok)
 
 
