@@ -96,7 +96,8 @@ def test_two_servers_compute_a_path_once_and_serve_the_same_result(tmp_path, sto
             store.close()
         assert len(rows) == 1 and rows[0].attempts == 1 and rows[0].runner == from_a["run"]["computed_by"]
         host_pid = from_a["run"]["computed_by"].split("/")[0]
-        runner_pids = {int(p) for p in _children_named("app.worker")}
+        runner_pids = _descendants_named(a.proc.pid, "app.worker") | _descendants_named(b.proc.pid, "app.worker")
+        assert len(runner_pids) == 2
         assert int(host_pid.rsplit(":", 1)[1]) in runner_pids  # one of the two runner children
     assert comparable(from_a["result"]) == uninterrupted(seed, scale)
 
@@ -150,14 +151,41 @@ def test_a_finished_job_is_served_after_a_restart_without_a_new_run(tmp_path, st
     assert len(rows) == 1 and rows[0].attempts == 1
 
 
-def _children_named(name: str) -> list[str]:
-    pids = []
+def _descendants_named(root: int, name: str) -> set[int]:
+    """Processes under `root` whose command line holds `name` (read from /proc)."""
+    parents, cmdlines = {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if name.encode() in f.read():
-                        pids.append(entry)
+                    cmdlines[int(entry)] = f.read()
             except OSError:
                 pass
-    return pids
+
+    def under(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == root:
+                return True
+        return False
+    return {pid for pid, cmd in cmdlines.items() if name.encode() in cmd and under(pid)}
+
+
+def test_workers_2_the_issue_s_case_one_run_and_a_bar_that_never_jumps_back(tmp_path):
+    """`python -m app --workers 2`, one URL polled every 0.2 s (the polls alternate between the two
+    workers): before issue 21 each worker ran its own run and the bar went 27 → 17 %."""
+    env = {"DATA_DIR": str(tmp_path / "data"), "JOB_LEASE_S": str(LEASE_S), "COMPUTE_PROCESSES": "0",
+           "DEVICE": "cpu"}
+    with running_server(folder(tmp_path / "w"), "--workers", "2", env=env) as server:
+        seen, (done,) = poll_all([server.url + PATH.format(seed=47, scale=0.25)])
+        fractions = [f for _, f in seen]
+        assert fractions == sorted(fractions) and len(fractions) > 3
+        assert len(_descendants_named(server.proc.pid, "app.worker")) == 2  # a runner beside each web worker
+    store = store_of(env)
+    try:
+        rows = store.listing()
+    finally:
+        store.close()
+    assert [(r.id, r.attempts, r.runner) for r in rows] == [(done["run"]["id"], 1, done["run"]["computed_by"])]
