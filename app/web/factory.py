@@ -43,6 +43,8 @@ def configure_process(settings: Settings) -> None:
     worker process that runs its torch (the compute pool, the job runner)."""
     set_threads(settings.torch_threads)
     LIMITER.configure(settings.compute_slots, settings.compute_queue)
+    from app.web.jobs_setup import configure_jobs  # here: jobs_setup imports the routes
+    configure_jobs(settings)
 
 
 def _app_state(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
@@ -135,6 +137,8 @@ def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) 
     app.include_router(walkthroughs_api.router)
     for kind in kind_registry.kinds:  # a kind's routes first: they are more specific than the house's
         kind.install(app)
+    from app.web.jobs_setup import install_jobs
+    install_jobs(app, settings)
     app.include_router(docs.router)
     app.include_router(pages.router)
     return app

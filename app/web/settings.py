@@ -55,6 +55,13 @@ class Settings(BaseSettings):
     database_url: str | None = None  # holds a password, perhaps: never logged
     upload_quota_mb: int = Field(512, ge=1, le=1_048_576)
     upload_cache_mb: int = Field(64, ge=0, le=4096)
+    # Training runs (README "Jobs"): rows in the same store (DATA_DIR's SQLite file or DATABASE_URL).
+    # JOB_RUNNER: "process" (default) starts one runner process (`python -m app.worker`) beside each
+    # web process; "off" (`--no-runner`) serves only, for replicas whose runs are computed by workers
+    # elsewhere; "thread" runs them in the web process itself (the test suite's apps). A runner lost
+    # for JOB_LEASE_S (killed, crashed, its machine gone) loses its job to another runner.
+    job_runner: Literal["process", "thread", "off"] = "process"
+    job_lease_s: float = Field(30.0, ge=1.0, le=3600.0)
 
     @property
     def resolved_data_dir(self) -> Path:
