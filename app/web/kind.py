@@ -57,3 +57,7 @@ class Kind:
     # The job of one of its training paths: (request, entry, path id, the path API's query) ->
     # (task name, params). KeyError for a path it does not have; ValueError names a bad parameter.
     path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
+    # The jobs a step page will read (the toy's paths, when its URL names one): awaited on the event
+    # loop before the page takes a compute slot (web/job_wait.py). [] for none, or for a query the
+    # page itself will refuse.
+    step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None

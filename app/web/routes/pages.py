@@ -16,6 +16,7 @@ from app.views.view_state import UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
 from app.web.deps import CatalogDep, ComputeDep, DeviceDep, KindsDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
+from app.web.job_wait import await_jobs
 from app.web.kind import StepRequest
 from app.web.kinds import KindRegistry
 from app.web.rendering import templates
@@ -69,7 +70,12 @@ def walkthrough_home(walkthrough_id: str, cat: CatalogDep):
 async def step_page(request: Request, walkthrough_id: str, step_id: str, compute: ComputeDep):
     # On the compute executor (a worker process), not the request pool nor the event loop: the
     # view may compute a step (a cache miss), and its HTML is rendered there too. A Request does
-    # not pickle: the worker gets the plain part of its scope and builds its own.
+    # not pickle: the worker gets the plain part of its scope and builds its own. The training runs
+    # the page reads (jobs) are awaited first, here, so waiting for them holds no compute slot.
+    entry = find_loaded(request.app.state.catalog, walkthrough_id)
+    kind = request.app.state.kinds.get(entry.kind)
+    if kind is not None and kind.step_jobs is not None:
+        await await_jobs(kind.step_jobs(request, entry))
     return await compute.run_in_app(step_work, portable_scope(request), walkthrough_id, step_id)
 
 

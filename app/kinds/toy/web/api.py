@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from app.domain.snapshot import Snapshot
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.domain.process_spec import ProcessCatalog
+from app.kinds.toy.engine import process_jobs
 from app.kinds.toy.engine.compare import compare_step
 from app.kinds.toy.engine.node_map import KIND_ID
 from app.kinds.toy.engine.params import GRPOParams
@@ -23,6 +24,7 @@ from app.web.deps import (
     find_run,
     find_snapshot,
 )
+from app.web.job_wait import await_jobs
 from app.web.json_body import accepts_gzip, json_response
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, ValidationErrorBody, error
@@ -71,6 +73,7 @@ async def get_tensors(
         return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
+    await await_jobs([(process_jobs.TASK, process_jobs.process_params(processes, proc.id, params.seed))])
     return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok, proc.id, stage_id)
 
 

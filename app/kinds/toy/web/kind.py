@@ -14,6 +14,7 @@ from app.kinds.toy.domain.process_spec import ProcessCatalog, load_processes
 from app.kinds.toy.engine import process_jobs
 from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.node_map import KIND_ID, is_runnable
+from app.kinds.toy.engine.params import DEFAULT_SEED
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.meaning import describe_toy
 from app.kinds.toy.web import api, processes
@@ -53,7 +54,23 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     return process_jobs.TASK, process_jobs.process_params(catalog, path, seed, scale)
 
 
+def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict]]:
+    """With `process` named, the page shows that path and compares every path's end: all their runs."""
+    catalog: ProcessCatalog = request.app.state.processes
+    query = request.query_params
+    if query.get("process") not in catalog.ids:
+        return []
+    try:
+        seed = int(query.get("seed", DEFAULT_SEED))
+    except ValueError:
+        return []
+    if not 0 <= seed <= 2**31 - 1:
+        return []
+    return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed)) for pid in catalog.ids]
+
+
 KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per completion",
             matches=is_runnable, step_page=step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_toy,
-            allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job)
+            allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job,
+            step_jobs=step_jobs)

@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.kinds.toy.domain.process_spec import ProcessCatalog
-from app.kinds.toy.engine.process_jobs import process_run
+from app.kinds.toy.engine.process_jobs import TASK, process_params, process_run
 from app.kinds.toy.web.deps import ProcessesDep, find_process
 from app.kinds.toy.web.schemas.processes import (
     ComparisonBody,
@@ -17,6 +17,7 @@ from app.kinds.toy.web.schemas.processes import (
     processes_payload,
 )
 from app.web.deps import ComputeDep, StrictQueryRoute
+from app.web.job_wait import await_jobs
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, INVALID, error
 
@@ -35,6 +36,7 @@ def list_processes(processes: ProcessesDep) -> dict:
 
 @router.get("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID, 503: BUSY})
 async def compare(processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+    await await_jobs((TASK, process_params(processes, pid, seed, iterations_scale)) for pid in processes.ids)
     return await compute.run(_compare, processes, seed, iterations_scale)
 
 
@@ -48,6 +50,7 @@ def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dic
 async def get_process_run(process_id: str, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
                           iterations_scale: Scale = 1) -> dict:
     find_process(processes, process_id)
+    await await_jobs([(TASK, process_params(processes, process_id, seed, iterations_scale))])
     return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
 
 

@@ -1,0 +1,43 @@
+"""Waiting for jobs on the event loop, before a computation takes a compute slot (issue 21).
+
+A toy page with a training path needs the path's runs (jobs, under a second each, computed by a
+runner). Waited for inside the compute worker, they would hold one of its COMPUTE_SLOTS the
+whole time, doing nothing; waited for here, between cheap reads of the job rows (in the request
+thread pool), they hold nothing, and the computation that follows finds them done.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from app.engine.jobs.client import JOBS, JobFailed
+from app.engine.runtime.compute import ComputeBusy
+
+WAIT_S = 60.0  # the toy's process_run waits as long; past it, a 503 + Retry-After
+POLL_S = 0.05
+
+
+async def await_jobs(needed: Iterable[tuple[str, Mapping[str, Any]]], timeout_s: float = WAIT_S) -> None:
+    """Submit each (task, params) and return once all are done; JobFailed for one that failed,
+    ComputeBusy when they are not done within `timeout_s` (the runners are behind)."""
+    jobs = [await run_in_threadpool(JOBS.submit, task, params) for task, params in needed]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        for job in jobs:
+            if job.state == "failed":
+                raise JobFailed(f"{job.title}: {job.error}")
+        jobs = [job for job in jobs if job.state != "done"]
+        if not jobs:
+            return
+        if loop.time() > deadline:
+            raise ComputeBusy(f"{len(jobs)} training run(s) still queued or running after {timeout_s:.0f} s")
+        await asyncio.sleep(POLL_S)
+        jobs = [await run_in_threadpool(_reread, job.task, job.params, job.id) for job in jobs]
+
+
+def _reread(task: str, params: Mapping[str, Any], ident: str):
+    return JOBS.status(ident) or JOBS.submit(task, params)  # deleted meanwhile: asked again
