@@ -56,6 +56,8 @@ FIGURES = (
     "path_scale",
     "overload_healthz_p50_ms", "overload_healthz_p99_ms", "overload_page_p50_ms", "overload_page_p99_ms",
     "overload_200", "overload_503", "overload_wrong",
+    "job_lm_scale", "job_lm_done_s", "job_lm_run_s", "job_toy_done_s", "job_done_first_read_ms",
+    "job_done_rps", "job_done_p50_ms", "job_done_p99_ms",
 )
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
@@ -202,6 +204,14 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
                      " / ".join(fmt(f[f"tiny_lm_page_{s}_gzip_bytes"], "bytes") for s in TINY_LM_STEPS), "bytes"),
         lambda: info("tiny-LM step pages, raw (same order)",
                      " / ".join(fmt(f[f"tiny_lm_page_{s}_bytes"], "bytes") for s in TINY_LM_STEPS), "bytes"),
+        # jobs (issue 21): phases/jobs.py
+        lambda: info(f"job: a new tiny-LM path (R1-Zero, x{f['job_lm_scale']:g} steps) asked to done / its run",
+                     f"{f['job_lm_done_s']:.1f} / {f['job_lm_run_s']:.1f}", "s"),
+        lambda: info("job: a new toy path (R1) asked to done", f"{f['job_toy_done_s']:.2f}", "s"),
+        lambda: info("paths API, finished job: first read (store + decode + JSON)",
+                     f"{f['job_done_first_read_ms']:.1f}", "ms"),
+        lambda: info("paths API, finished job under wrk: req/s, p50 / p99",
+                     f"{f['job_done_rps']:.0f}, {f['job_done_p50_ms']:.2f} / {f['job_done_p99_ms']:.2f}", "ms"),
         # overload (issue 21)
         lambda: info("overload: /healthz p50 / p99",
                      f"{f['overload_healthz_p50_ms']:.1f} / {f['overload_healthz_p99_ms']:.1f}", "ms"),

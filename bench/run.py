@@ -48,6 +48,7 @@ from bench.common import ACCEPT_ENCODING, ROOT, log, machine_facts, server
 from bench.phases.browser import browser_phase
 from bench.phases.engine import engine_phase
 from bench.phases.http import http_phase
+from bench.phases.jobs import jobs_phase
 from bench.phases.overload import overload_phase
 from bench.phases.page_weight import page_weight
 from bench.phases.startup import startup_phase
@@ -65,8 +66,10 @@ from bench.wrk import parse_wrk
 
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
-PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "overload")
-HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "overload"})  # run against one app process
+PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "jobs",
+          "overload")
+# run against one app process
+HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "jobs", "overload"})
 
 
 def select_phases(phases: str | None, skip: str | None) -> tuple[str, ...]:
@@ -125,6 +128,7 @@ def parse_args(argv=None):
     args.paths_scale = args.paths_scale or (0.02 if smoke else 1.0)
     args.token_seeds = 2 if smoke else 8  # tiny-LM token step: seeds, each timed token_repeats times
     args.token_repeats = 1 if smoke else 3
+    args.jobs_scale = 0.02 if smoke else 0.25  # the jobs phase's tiny-LM path (issue 21)
     args.overload_seconds = 3.0 if smoke else 10.0  # 64 clients of G = 4096 tensors (issue 21)
     return args
 
@@ -186,6 +190,8 @@ def main(argv=None) -> int:
                 browser_phase(port, args, figures, details)
             if "tiny_lm_page" in selected:
                 tiny_lm_page_weight(port, figures, details)
+            if "jobs" in selected:
+                jobs_phase(port, args, figures, details)
             if "overload" in selected:  # last: its thousands of answers crowd the response cache
                 overload_phase(port, args, figures, details)
     if "http" in selected:
