@@ -1,7 +1,6 @@
 """Application factory: wires settings, the catalog, the device and the routers."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import re
@@ -18,6 +17,7 @@ from app.engine.runtime.device import resolve_device, set_threads
 from app.web.errors import install_error_handlers
 from app.web.kind import Kind
 from app.web.kinds import KINDS, registry
+from app.web.lifespan import with_server
 from app.web.middleware.head import HeadMiddleware
 from app.web.middleware.response_cache import ResponseCacheMiddleware
 from app.web.middleware.security import SecurityHeadersMiddleware
@@ -82,17 +82,7 @@ def _compute_executor(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
     pool = WorkerPool(settings, settings.compute_slots, configure_process, worker_app) if processes else None
     executor = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s, pool=pool)
     executor.app = app
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):  # workers start with the server and stop with it
-        async with inner(app) as state:
-            executor.start()
-            try:
-                yield state
-            finally:
-                executor.shutdown()
-    app.router.lifespan_context = lifespan
+    with_server(app, executor.start, executor.shutdown)  # workers start with the server and stop with it
     return executor
 
 

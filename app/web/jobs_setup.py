@@ -6,7 +6,6 @@ answers for a failed or unfinished run, and, with JOB_RUNNER=process, the runner
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 
 from fastapi import FastAPI, Request
@@ -16,6 +15,7 @@ from app.domain.job_store import open_job_backend
 from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.client import JOBS, JobFailed
 from app.web.kinds import KINDS, registry
+from app.web.lifespan import with_server
 from app.web.rendering import render_error
 from app.web.routes import paths_api
 from app.web.runner_process import RunnerProcess
@@ -59,14 +59,4 @@ def install_jobs(app: FastAPI, settings: Settings) -> None:
         return
     runner = RunnerProcess(settings)
     app.state.job_runner = runner
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):  # the runner starts with the server and stops with it
-        async with inner(app) as state:
-            runner.start()
-            try:
-                yield state
-            finally:
-                runner.stop()
-    app.router.lifespan_context = lifespan
+    with_server(app, runner.start, runner.stop)  # the runner starts with the server and stops with it
