@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from app.domain.job_store import JobRecord
@@ -43,16 +44,10 @@ def _job(request: Request, cat, walkthrough_id: str, path: str, query: dict[str,
         return kind.path_job(request, entry, path, query)
     except KeyError:
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}") from None
-    except ValueError as exc:
+    except ValueError as exc:  # "param: why", answered by the app's own 422 handler (web/errors.py)
         param, _, message = str(exc).partition(": ")
-        detail = [{"param": param, "message": message or str(exc), "allowed": None}]
-        raise _Invalid(detail) from None
-
-
-class _Invalid(Exception):
-    def __init__(self, detail: list[dict]) -> None:
-        super().__init__(detail[0]["message"])
-        self.detail = detail
+        raise RequestValidationError([{"loc": ("query", param), "type": "value_error",
+                                       "msg": message or str(exc)}]) from None
 
 
 def _answer(job: JobRecord) -> JSONResponse:
@@ -93,8 +88,3 @@ def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep
 
 def install(app) -> None:
     app.include_router(router)
-
-    @app.exception_handler(_Invalid)
-    async def _invalid(_request: Request, exc: _Invalid):
-        line = "; ".join(f"{d['param']}: {d['message']}" for d in exc.detail)
-        return JSONResponse({"error": line, "detail": exc.detail}, status_code=422)
