@@ -107,10 +107,13 @@ BENCH_ARGS  ?=
 bench: install-test
 	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python bench/run.py --device $(BENCH_DEVICE) $(BENCH_ARGS)
 
-# The tiny LM's base checkpoint (issue 13): walkthroughs/models/tiny_lm_base.safetensors and its
-# JSON card (recipe, seed, sha256). Deterministic for the recipe on one machine; about a minute.
+# The tiny LM's base checkpoints: BASE_TASK=addition (issue 13, the token walkthrough's,
+# walkthroughs/models/tiny_lm_base.*) or BASE_TASK=sums (issue 22, the training paths',
+# tiny_lm_sums_base.*), each with a JSON card (recipe, seed, sha256). Deterministic for the recipe
+# on one machine; about a minute (addition) or six (sums).
+BASE_TASK ?= addition
 base-model: install
-	$(BIN)/python -m app.base_model
+	$(BIN)/python -m app.base_model --task $(BASE_TASK)
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-output

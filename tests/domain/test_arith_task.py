@@ -4,6 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.kinds.tiny_lm.domain.arith_task import (
+    ADDITION_VOCAB_SIZE,
+    SEP,
     ANSWER,
     ANSWER_END,
     END,
@@ -23,7 +25,9 @@ TEMPLATE = THINK + "{think}" + THINK_END + ANSWER + "{answer}" + ANSWER_END + EN
 
 
 def test_vocabulary_is_small_and_every_token_reads():
-    assert len(VOCAB) == len(set(VOCAB)) == 28
+    assert len(VOCAB) == len(set(VOCAB)) == 29
+    # the addition checkpoint reads the first 28; the running sums' separator was appended after them
+    assert VOCAB[ADDITION_VOCAB_SIZE:] == (SEP,) and SEP not in "".join(VOCAB[:ADDITION_VOCAB_SIZE])
     assert encode(THINK + "3+d=" + THINK_END) == [VOCAB.index(THINK), VOCAB.index("3"), VOCAB.index("+"),
                                                   VOCAB.index("d"), VOCAB.index("="), VOCAB.index(THINK_END)]
 

@@ -1,4 +1,7 @@
 """The base checkpoint's training: deterministic, masked padding, and it learns."""
+from dataclasses import replace
+
+import pytest
 import torch
 
 from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID
@@ -46,3 +49,32 @@ def test_the_command_writes_safetensors_and_a_card(tmp_path):
     # float32 on disk: the same weights as a fresh run, to float32's precision
     for (name, p), q in zip(trained.state_dict().items(), model.state_dict().values(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("task,layers,width", [("sums", 2, 64), ("student", 2, 48)])
+def test_the_command_builds_the_running_sums_checkpoints_with_their_recipe(tmp_path, task, layers, width):
+    """Issue 22: the sums base and the student are built by the same command from the sums recipe;
+    their cards name the task, the model (29 tokens, 72 positions) and the threads they were built
+    with; a fresh run of the recipe gives the same weights as the file."""
+    import json
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    from app.kinds.tiny_lm.engine.sums_base import STUDENT_MODEL, SUMS_MODEL, SUMS_RECIPE, train_sums_base
+
+    out = tmp_path / f"{task}.safetensors"
+    subprocess.run([sys.executable, "-m", "app.base_model", "--task", task, "--steps", "2", "--out", str(out)],
+                   check=True, capture_output=True, timeout=180)
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["task"] == task and card["rebuild"] == f"make base-model BASE_TASK={task}"
+    assert card["recipe"]["model"] == {"vocab_size": 29, "block_size": 72, "n_layer": layers, "n_embd": width,
+                                       "n_head": 4}
+    assert card["recipe"]["dtype"] == "float32" and card["recipe"]["schedule"] == "cosine"
+    assert card["torch_threads"] >= 1
+    cfg = SUMS_MODEL if task == "sums" else STUDENT_MODEL
+    fresh = train_sums_base(replace(SUMS_RECIPE, steps=2), cfg=cfg)
+    weights = load_file(str(out))
+    for name, p in fresh.state_dict().items():
+        torch.testing.assert_close(p.float(), weights[name], rtol=0, atol=1e-6, msg=name)

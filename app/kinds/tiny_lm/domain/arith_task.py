@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 DIGITS = "0123456789"
 SECOND_SCRIPT = "abcdefghij"  # a = 0 … j = 9: the same numbers in another script
 THINK, THINK_END, ANSWER, ANSWER_END, END, PAD = "<think>", "</think>", "<answer>", "</answer>", "<end>", "<pad>"
+SEP = " "  # between two reasoning steps of the running-sums task (domain/sums_task.py)
 TAGS = (THINK, THINK_END, ANSWER, ANSWER_END)
 
 # Token id order is part of a checkpoint's meaning: never reorder, only append.
-VOCAB: tuple[str, ...] = (PAD, END, *TAGS, "+", "=", *DIGITS, *SECOND_SCRIPT)
+VOCAB: tuple[str, ...] = (PAD, END, *TAGS, "+", "=", *DIGITS, *SECOND_SCRIPT, SEP)
+# The addition checkpoint reads the first 28 (it was trained before SEP was appended).
+ADDITION_VOCAB_SIZE = 28
 TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
 SCRIPTS = {"digits": DIGITS, "letters": SECOND_SCRIPT}
 
@@ -57,6 +61,17 @@ def read_number(text: str) -> int | None:
         else:
             return None
     return out
+
+
+class Problem(Protocol):
+    """What the rewards read of a prompt: an addition here, a running sum (sums_task.py)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def answer(self) -> int: ...
+    @property
+    def script(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,7 @@ class RewardParts:
         return sum(getattr(self, p) for p in parts)
 
 
-def rewards(prompt: ArithPrompt, completion: str) -> RewardParts:
+def rewards(prompt: Problem, completion: str) -> RewardParts:
     parsed = parse(completion)
     accuracy = 1.0 if parsed.answer is not None and read_number(parsed.answer) == prompt.answer else 0.0
     # R1 measures the target language's share in the chain of thought; without a think part,

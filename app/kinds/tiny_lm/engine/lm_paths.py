@@ -1,13 +1,16 @@
-"""DeepSeek-R1's three training paths on the tiny LM (issue 13; arXiv 2501.12948 §2.2-2.4), run for real.
+"""DeepSeek-R1's three training paths on the tiny LM (issue 13; arXiv 2501.12948 §2.2-2.4), run for real,
+on the running-sums task since issue 22 (domain/sums_task.py: sums of 2 to 6 numbers, where working
+step by step pays and the base sometimes does).
 
 - r1-zero: GRPO straight from the shipped base checkpoint, rule rewards accuracy + format (§2.2).
-- r1: cold-start SFT on a few dozen formatted, single-script examples; reasoning GRPO with
+- r1: cold-start SFT on a few dozen formatted, single-script, step-by-step examples; reasoning GRPO with
   accuracy + format + language consistency; rejection sampling from that model (right, formatted,
   single-script completions kept); SFT of the *base* on them; a final GRPO with every reward (§2.3).
 - distillation: SFT of a smaller student on R1's final model's filtered outputs, no RL (§2.4).
 
-Every GRPO update is `token_grpo_step` with the DeepSeekMath conventions and R1's β = 0.001
-(`CONVENTIONS`: k3 in the loss, clip 0.2, mean over each completion's tokens), AdamW, G = 8
+Every GRPO update is `token_grpo_step` with the DeepSeekMath conventions and R1's β = 0.001 by
+default (`CONVENTIONS`: k3 in the loss, clip 0.2, mean over each completion's tokens; a caller may
+pass others, e.g. Dr. GRPO's, for every GRPO stage of the path), AdamW, G = 8
 completions of 8 prompts per update, μ = 1; the KL term's reference is the model the stage starts
 from (PathPoint.kl_to_reference is always measured against the base). Training runs in float32
 (the checkpoint is float64): faster on a CPU, and the curves are statistics of samples anyway.
@@ -29,11 +32,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from app.domain.training_paths import PATH_IDS, canonical_path_id
-from app.kinds.tiny_lm.domain.arith_corpus import completion as corpus_completion
+from app.engine.grpo.params import Conventions
 from app.kinds.tiny_lm.domain.arith_task import encode
+from app.kinds.tiny_lm.domain.sums_corpus import completion as corpus_completion
 from app.kinds.tiny_lm.engine.base_training import load_base
 from app.kinds.tiny_lm.engine.lm_plans import (
     BASE_CHECKPOINT,
@@ -48,15 +52,15 @@ from app.kinds.tiny_lm.engine.lm_plans import (
     REJECTION_PROMPTS,
     REJECTION_SAMPLES,
     SFT_RECIPES,
-    STUDENT,
-    STUDENT_PRETRAIN_STEPS,
     StagePlan,
     derived_seed,
     prompt_sets,
     scaled,
 )
-from app.kinds.tiny_lm.engine.lm_rollout import measure, sample_groups
-from app.kinds.tiny_lm.engine.lm_stages import MAX_NEW, grpo_stage, pretrain_student, rejection_sample, sft_stage
+from app.kinds.tiny_lm.engine.lm_rollout import sample_groups
+from app.kinds.tiny_lm.engine.lm_stages import MAX_NEW, grpo_stage, rejection_sample, sft_stage
+from app.kinds.tiny_lm.engine.sums_base import STUDENT_CHECKPOINT
+from app.kinds.tiny_lm.engine.sums_measure import Stats, by_difficulty, score, stats
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 
 PATH_TITLES: dict[str, str] = {  # keyed by the shared ids (app/domain/training_paths.py)
@@ -69,18 +73,17 @@ Progress = Callable[[str, int, int, int], None]  # (stage_id, step_in_stage, ste
 
 @dataclass(frozen=True)
 class PathPoint:
-    """One evaluation on the fixed held-out prompts of the seed, EVAL_SAMPLES samples each at temperature 1.
+    """One evaluation on the fixed held-out prompts of the seed, EVAL_SAMPLES samples each at temperature 1,
+    over all of them (`stats`) and per number of operands (`by_difficulty`, (2, stats) … (6, stats)).
+    mean_length: completion tokens, <end> included; _correct / _incorrect: of the right / wrong ones.
+    stepwise_share: completions that write at least one running-sum step; recheck_share: that recompute one.
     entropy: mean over sampled completion tokens of the policy's exact entropy (nats).
     kl_to_reference: mean over sampled completion tokens of the exact KL(π || π_ref) over the vocabulary
     (not k3); π_ref is the shipped base checkpoint, for the distillation student its own start."""
     stage: str
     step: int
-    accuracy: float
-    format_rate: float
-    mixed_rate: float
-    mean_length: float
-    entropy: float
-    kl_to_reference: float
+    stats: Stats
+    by_difficulty: tuple[tuple[int, Stats], ...]
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,16 @@ class PathResult:
     final: PathPoint
     examples: tuple[tuple[str, str], ...]
     seconds: float
+    # One hard held-out prompt and SHOWCASE_SAMPLES completions of it by the path's first and last model.
+    showcase: tuple[str, tuple[str, ...], tuple[str, ...]] = ("", (), ())
+    conventions: dict = field(default_factory=dict)  # the GRPO stages' conventions, every field
 
 
 _lock = threading.Lock()
 _base: dict[str, TinyLM] = {}
-_students: dict[tuple[str, int], TinyLM] = {}
-_r1_final: OrderedDict[tuple[int, str, float], TinyLM] = OrderedDict()
+_students: dict[str, TinyLM] = {}
+_r1_final: OrderedDict[tuple[int, str, float, str], TinyLM] = OrderedDict()
+SHOWCASE_SAMPLES = 4
 R1_CACHE_SIZE = 8
 
 
@@ -121,11 +128,12 @@ class _Run:
     """One run_path call: the progress count, the evaluation set and the stage results."""
 
     def __init__(self, path: str, seed: int, device: str, scale: float, progress: Progress | None, total: int,
-                 parent: _Run | None = None):
-        self.path, self.seed, self.device, self.scale = path, seed, device, scale
+                 parent: _Run | None = None, conventions: Conventions = CONVENTIONS):
+        self.path, self.seed, self.device, self.scale, self.conventions = path, seed, device, scale, conventions
         self.progress, self.total, self.done, self.parent = progress, total, 0, parent
         self.held_out, self.pool = prompt_sets(seed)
         self.stages: list[StageResult] = []
+        self.early: tuple[str, ...] = ()
 
     def tick(self, stage_id: str, step: int) -> None:
         if self.parent is not None:  # a teacher run inside distillation counts in the student's path
@@ -137,9 +145,20 @@ class _Run:
             self.progress(stage_id, step, self.done, self.total)
 
     def point(self, model: TinyLM, reference: TinyLM, stage: str, step: int) -> PathPoint:
-        m = measure(model, reference, self.held_out, EVAL_SAMPLES, MAX_NEW, derived_seed(self.seed, "eval-samples"))
-        return PathPoint(stage, step, m.accuracy, m.format_rate, m.mixed_rate, m.mean_length, m.entropy,
-                         m.kl_to_reference)
+        if not self.early and self.parent is None:
+            self.early = self.show(model)
+        rows = score(model, reference, self.held_out, EVAL_SAMPLES, MAX_NEW, derived_seed(self.seed, "eval-samples"))
+        return PathPoint(stage, step, stats(rows), tuple(by_difficulty(rows).items()))
+
+    def show(self, model: TinyLM) -> tuple[str, ...]:
+        """SHOWCASE_SAMPLES completions of the showcase prompt, with the same seed for every model."""
+        (bucket,) = sample_groups(model, [encode(self.showcase.text)], SHOWCASE_SAMPLES, MAX_NEW,
+                                  derived_seed(self.seed, "showcase"))
+        return tuple(bucket.group.completions)
+
+    @property
+    def showcase(self):
+        return next(p for p in self.held_out if p.difficulty == max(q.difficulty for q in self.held_out))
 
     def train(self, plan: StagePlan, model: TinyLM, reference: TinyLM, kl_reference: TinyLM,
               texts: list[tuple[str, str]] | None = None, prefix: str = "") -> None:
@@ -157,8 +176,8 @@ class _Run:
 
         seed = derived_seed(self.seed, self.path, plan.id)
         if plan.kind == "grpo":
-            grpo_stage(model, reference, self.pool, replace(GRPO_RECIPES[plan.id], steps=steps), CONVENTIONS, seed,
-                       on_step)
+            grpo_stage(model, reference, self.pool, replace(GRPO_RECIPES[plan.id], steps=steps), self.conventions,
+                       seed, on_step)
         else:
             sft_stage(model, texts or [], replace(SFT_RECIPES[plan.id], steps=steps), seed, on_step)
         self.stages.append(StageResult(plan.id, plan.title, plan.kind, plan.description, tuple(points)))
@@ -182,7 +201,8 @@ class _Run:
         buckets = sample_groups(model, [encode(p.text) for p in shown], 1, MAX_NEW, derived_seed(self.seed, "show"))
         examples = {m: b.group.completions[j] for b in buckets for j, m in enumerate(b.members)}
         return PathResult(self.path, self.seed, tuple(self.stages), final,
-                          tuple((p.text, examples[i]) for i, p in enumerate(shown)), time.perf_counter() - began)
+                          tuple((p.text, examples[i]) for i, p in enumerate(shown)), time.perf_counter() - began,
+                          (self.showcase.text, self.early, self.show(model)), self.conventions.model_dump())
 
 
 def _steps(plans: tuple[StagePlan, ...], scale: float) -> int:
@@ -198,7 +218,7 @@ def _run_r1_zero(run: _Run, base: TinyLM) -> TinyLM:
 def _run_r1(run: _Run, base: TinyLM, prefix: str = "") -> TinyLM:
     cold, rl, rs, sft, final_rl = R1
     rng = random.Random(derived_seed(run.seed, "r1", "cold-start-data"))
-    cold_texts = [(p.text, corpus_completion(p, "correct", rng)) for p in run.pool[-COLD_START_EXAMPLES:]]
+    cold_texts = [(p.text, corpus_completion(p, "stepwise", rng)) for p in run.pool[-COLD_START_EXAMPLES:]]
     policy = copy.deepcopy(base)
     run.train(cold, policy, base, base, cold_texts, prefix)
     run.train(rl, policy, copy.deepcopy(policy), base, prefix=prefix)
@@ -209,24 +229,21 @@ def _run_r1(run: _Run, base: TinyLM, prefix: str = "") -> TinyLM:
     return policy
 
 
-def student_start(device: str = "cpu", steps: int = STUDENT_PRETRAIN_STEPS) -> TinyLM:
-    """The distillation student's own start: STUDENT pre-trained `steps` steps on the base corpus,
-    with the base's recipe; the same for every seed, built once per process and device."""
+def student_start(device: str = "cpu") -> TinyLM:
+    """The distillation student's own start: the shipped student checkpoint (a smaller model
+    pre-trained on the base's corpus with its recipe) in float32, loaded once per process and device."""
     with _lock:
-        cached = _students.get((device, steps))
-    if cached is not None:
-        return cached
-    model = pretrain_student(STUDENT, steps, device, lambda step: None)
-    with _lock:
-        return _students.setdefault((device, steps), model)
+        if device not in _students:
+            _students[device] = load_base(STUDENT_CHECKPOINT).float().to(device).eval()
+        return _students[device]
 
 
 def run_path(path: str, seed: int = 0, progress: Progress | None = None, device: str = "cpu",
-             scale: float = 1.0) -> PathResult:
+             scale: float = 1.0, conventions: Conventions = CONVENTIONS) -> PathResult:
     """Run one training path. `scale` multiplies every stage's steps (at least one each): 1.0 is the
     walkthrough's run, a small scale a quick check. Distillation needs R1's final model: taken from
-    this process's cache when R1 ran for the same (seed, device, scale), otherwise R1 runs first (its
-    stages then report progress as "r1/<stage>", the student's pre-training as "student_base")."""
+    this process's cache when R1 ran for the same (seed, device, scale, conventions), otherwise R1 runs first (its
+    stages then report progress as "r1/<stage>")."""
     path = canonical_path_id(path)
     if path not in PLANS:
         raise ValueError(f"unknown path {path!r}: choose one of {', '.join(PATH_IDS)}")
@@ -234,15 +251,13 @@ def run_path(path: str, seed: int = 0, progress: Progress | None = None, device:
         raise ValueError(f"scale must be positive, got {scale}")
     began = time.perf_counter()
     base = base_model(device)
-    key = (seed, device, scale)
+    key = (seed, device, scale, conventions.model_dump_json())
     total = _steps(PLANS[path], scale)
-    pretrain_steps = scaled(STUDENT_PRETRAIN_STEPS, scale)
     with _lock:  # what is cached now is what this run uses: the total counts the rest
         teacher = _r1_final.get(key)
-        start = _students.get((device, pretrain_steps))
-    if path == "distillation":
-        total += (0 if teacher is not None else _steps(R1, scale)) + (0 if start is not None else pretrain_steps)
-    run = _Run(path, seed, device, scale, progress, total)
+    if path == "distillation" and teacher is None:
+        total += _steps(R1, scale)
+    run = _Run(path, seed, device, scale, progress, total, conventions=conventions)
     if path == "r1-zero":
         model = _run_r1_zero(run, base)
         return run.result(model, base, began)
@@ -251,20 +266,19 @@ def run_path(path: str, seed: int = 0, progress: Progress | None = None, device:
         _remember(key, model)
         return run.result(model, base, began)
     if teacher is None:
-        teacher = _run_r1(_Run("r1", seed, device, scale, None, 0, parent=run), base, prefix="r1/")
+        teacher = _run_r1(_Run("r1", seed, device, scale, None, 0, parent=run, conventions=conventions), base,
+                          prefix="r1/")
         _remember(key, teacher)
-    if start is None:  # pre-trained here, so its steps are the ones the total counted
-        built = pretrain_student(STUDENT, pretrain_steps, device, lambda step: run.tick("student_base", step))
-        with _lock:
-            start = _students.setdefault((device, pretrain_steps), built)
+    start = student_start(device)
     data_plan, sft_plan = DISTILLATION
+    run.early = run.show(start)  # the student's own start, not the teacher measured first
     kept = run.curate(data_plan, teacher, base)
     student = copy.deepcopy(start)
     run.train(sft_plan, student, start, start, kept)
     return run.result(student, start, began)
 
 
-def _remember(key: tuple[int, str, float], model: TinyLM) -> None:
+def _remember(key: tuple[int, str, float, str], model: TinyLM) -> None:
     with _lock:
         _r1_final[key] = model
         _r1_final.move_to_end(key)

@@ -1,6 +1,6 @@
-"""The plan of the tiny LM's training paths (issue 13): each path's stages, their step counts,
-recipes and data sizes, the student's size, the evaluation set and the seeds derived for each use.
-Numbers only; lm_paths.py runs them.
+"""The plan of the tiny LM's training paths (issue 13; on the running-sums task since issue 22):
+each path's stages, their step counts, recipes and data sizes, the student's size, the evaluation
+set and the seeds derived for each use. Numbers only; lm_paths.py runs them.
 """
 from __future__ import annotations
 
@@ -9,16 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.grpo.params import Conventions
-from app.kinds.tiny_lm.domain.arith_task import ArithPrompt, make_prompts
-from app.kinds.tiny_lm.engine.lm_stages import GRPORecipe, SFTRecipe
+from app.kinds.tiny_lm.domain.sums_task import SumPrompt, make_sum_prompts
+from app.kinds.tiny_lm.engine.lm_stages import MAX_NEW, GRPORecipe, SFTRecipe
+from app.kinds.tiny_lm.engine.sums_base import STUDENT_MODEL, SUMS_CHECKPOINT
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLMConfig
 
-BASE_CHECKPOINT = Path(__file__).resolve().parents[4] / "walkthroughs" / "models" / "tiny_lm_base.safetensors"
-CONVENTIONS = Conventions(beta=0.001)  # DeepSeekMath's conventions (k3 in the loss, sample mean), R1's β
-STUDENT = TinyLMConfig(n_layer=1, n_embd=32, n_head=4)  # 15,584 parameters; the base has 105,728
-STUDENT_PRETRAIN_STEPS = 300  # the base had 600 steps of the same recipe
-EVAL_PROMPTS, EVAL_SAMPLES = 64, 6  # 384 completions per point
-TRAIN_POOL = 512  # drawn prompts; those in the held-out set are removed
+BASE_CHECKPOINT: Path = SUMS_CHECKPOINT
+CONVENTIONS = Conventions(beta=0.001, max_length=MAX_NEW)  # DeepSeekMath's (k3 in the loss, sample mean), R1's β
+# Liu et al. 2025 (Dr. GRPO): no std in the advantage, token sums over a constant (the token budget)
+# instead of each completion's own length. β stays R1's, so only those two conventions differ.
+DR_GRPO = Conventions(preset="dr_grpo", beta=CONVENTIONS.beta, max_length=MAX_NEW)
+STUDENT: TinyLMConfig = STUDENT_MODEL  # 62,880 parameters; the base has 108,416
+EVAL_PROMPTS, EVAL_SAMPLES = 80, 6  # 480 completions per point, 96 per difficulty
+TRAIN_POOL = 2048  # drawn prompts; those in the held-out set are removed
 RULES_RL = ("accuracy", "format")  # R1-Zero's rule rewards (§2.2.2)
 RULES_ALL = ("accuracy", "format", "language")  # plus language consistency (§2.3.2)
 
@@ -40,7 +43,8 @@ R1_ZERO = (
 )
 R1 = (
     StagePlan("cold_start", "Cold-start SFT", "sft",
-              "Supervised fine-tuning of the base on 32 right, formatted, single-script examples.", 30, 10),
+              "Supervised fine-tuning of the base on 32 right, formatted, single-script answers that work "
+              "step by step.", 30, 10),
     StagePlan("reasoning_rl", "Reasoning-oriented RL", "grpo",
               "GRPO from the cold-start model with accuracy + format + language consistency "
               "(share of the reasoning written in the prompt's script).", 40, 10),
@@ -57,8 +61,8 @@ DISTILLATION = (
               "Four samples per training prompt from R1's final model; right, formatted, single-script ones are "
               "kept as the student's data (the points measure R1, the teacher).", 4),
     StagePlan("student_sft", "SFT of the student", "sft",
-              "Supervised fine-tuning of a smaller model (1 block, 32 wide, 15,584 parameters, pre-trained "
-              "briefly on the base corpus) on R1's kept outputs; no RL.", 120, 30),
+              "Supervised fine-tuning of a smaller model (2 blocks, 48 wide, 62,880 parameters, pre-trained "
+              "on the base's corpus like the base) on R1's kept outputs; no RL.", 160, 40),
 )
 PLANS = {"r1-zero": R1_ZERO, "r1": R1, "distillation": DISTILLATION}
 # AdamW learning rates: 2e-3 collapses R1-Zero (format up, accuracy down); 5e-4 learns within 60
@@ -72,7 +76,7 @@ GRPO_RECIPES = {
 SFT_RECIPES = {
     "cold_start": SFTRecipe(0, batch_size=16, learning_rate=1e-3),
     "sft": SFTRecipe(0, batch_size=32, learning_rate=1e-3),
-    "student_sft": SFTRecipe(0, batch_size=32, learning_rate=3e-3),
+    "student_sft": SFTRecipe(0, batch_size=32, learning_rate=1e-3),  # 3e-3 lost accuracy first (0.38 -> 0.27)
 }
 COLD_START_EXAMPLES = 32
 REJECTION_PROMPTS, REJECTION_SAMPLES = 256, 4
@@ -87,9 +91,9 @@ def scaled(steps: int, scale: float) -> int:
     return max(1, round(steps * scale))
 
 
-def prompt_sets(seed: int) -> tuple[list[ArithPrompt], list[ArithPrompt]]:
+def prompt_sets(seed: int) -> tuple[list[SumPrompt], list[SumPrompt]]:
     """(held-out evaluation prompts, training pool without them): both depend on the seed only."""
-    held_out = list(make_prompts(EVAL_PROMPTS, derived_seed(seed, "eval")))
-    keys = {(p.a, p.b, p.script) for p in held_out}
-    pool = [p for p in make_prompts(TRAIN_POOL, derived_seed(seed, "train")) if (p.a, p.b, p.script) not in keys]
+    held_out = list(make_sum_prompts(EVAL_PROMPTS, derived_seed(seed, "eval")))
+    keys = set(held_out)
+    pool = [p for p in make_sum_prompts(TRAIN_POOL, derived_seed(seed, "train")) if p not in keys]
     return held_out, pool

@@ -11,13 +11,14 @@ a path samples about 10× faster on a CPU than prompt by prompt.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import torch
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
-from app.kinds.tiny_lm.domain.arith_task import END, PAD, TOKEN_ID, ArithPrompt, RewardParts, encode, rewards
+from app.kinds.tiny_lm.domain.arith_task import END, PAD, TOKEN_ID, Problem, RewardParts, rewards
 from app.kinds.tiny_lm.engine.lm_sampling import Group
 from app.kinds.tiny_lm.engine.tiny_lm import Block, TinyLM
 
@@ -93,45 +94,8 @@ def last_logits(model: TinyLM, ids: torch.Tensor, start: int,
     return model.lm_head(model.norm(x[:, -1]))
 
 
-def bucket_rewards(bucket: Bucket, prompts: list[ArithPrompt]) -> list[RewardParts]:
+def bucket_rewards(bucket: Bucket, prompts: Sequence[Problem]) -> list[RewardParts]:
     """Reward parts of every row of the bucket, in row order."""
     texts = bucket.group.completions
     return [rewards(prompts[m], texts[j * bucket.group_size + k])
             for j, m in enumerate(bucket.members) for k in range(bucket.group_size)]
-
-
-@dataclass(frozen=True)
-class Measure:
-    """Sampled-completion statistics of one model on one prompt set (see PathPoint)."""
-    accuracy: float
-    format_rate: float
-    mixed_rate: float
-    mean_length: float
-    entropy: float
-    kl_to_reference: float
-
-
-@torch.no_grad()
-def measure(model: TinyLM, reference: TinyLM, prompts: list[ArithPrompt], samples: int, max_new: int,
-            seed: int) -> Measure:
-    """`samples` completions per prompt at temperature 1 (the same seed at every call, so two
-    models are compared on the same random numbers). Entropy and KL are exact over the
-    vocabulary at every sampled completion token: H(π(·|ctx)) and Σ_v π(v)·(log π(v) − log π_ref(v))."""
-    buckets = sample_groups(model, [encode(p.text) for p in prompts], samples, max_new, seed)
-    parts: list[RewardParts] = []
-    tokens, entropy, kl = 0.0, 0.0, 0.0
-    for b in buckets:
-        parts += bucket_rewards(b, prompts)
-        g = b.group
-        start = g.prompt_length - 1  # position predicting the first completion token
-        logp = F.log_softmax(model(g.ids[:, :-1]).double(), dim=-1)[:, start:]
-        logq = F.log_softmax(reference(g.ids[:, :-1]).double(), dim=-1)[:, start:]
-        mask = g.mask.double()
-        p = logp.exp()
-        entropy += float((-(p * logp).sum(-1) * mask).sum())
-        kl += float(((p * (logp - logq)).sum(-1) * mask).sum())
-        tokens += float(mask.sum())
-    n = len(parts)
-    return Measure(accuracy=sum(p.accuracy for p in parts) / n, format_rate=sum(p.format for p in parts) / n,
-                   mixed_rate=sum(p.language < 1 for p in parts) / n, mean_length=tokens / n,
-                   entropy=entropy / tokens, kl_to_reference=kl / tokens)

@@ -13,13 +13,13 @@ from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_step import token_grpo_step
-from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID, ArithPrompt, encode
-from app.kinds.tiny_lm.engine.base_training import BaseRecipe, corpus_tensor, lm_loss
+from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID, encode
+from app.kinds.tiny_lm.domain.sums_task import SumPrompt
 from app.kinds.tiny_lm.engine.lm_rollout import bucket_rewards, sample_groups
-from app.kinds.tiny_lm.engine.tiny_lm import TinyLM, TinyLMConfig, completion_logprobs, init_tiny_lm
+from app.kinds.tiny_lm.engine.tiny_lm import TinyLM, completion_logprobs
 
 OnStep = Callable[[int], None]
-MAX_NEW = 24  # completion tokens; the longest template answer is 15
+MAX_NEW = 56  # completion tokens; the longest running sum with a re-check is 53
 
 
 def _draw_seed(gen: torch.Generator) -> int:
@@ -37,7 +37,7 @@ class GRPORecipe:
     weight_decay: float = 0.0
 
 
-def grpo_stage(policy: TinyLM, reference: TinyLM, pool: list[ArithPrompt], recipe: GRPORecipe,
+def grpo_stage(policy: TinyLM, reference: TinyLM, pool: list[SumPrompt], recipe: GRPORecipe,
                conventions: Conventions, seed: int, on_step: OnStep) -> None:
     """`recipe.steps` GRPO iterations: sample G completions for each of a batch of prompts from
     the current policy (π_old), score them with the rule rewards, and take μ AdamW steps on
@@ -121,7 +121,7 @@ def sft_stage(model: TinyLM, texts: list[tuple[str, str]], recipe: SFTRecipe, se
         on_step(step)
 
 
-def rejection_sample(model: TinyLM, pool: list[ArithPrompt], samples: int, batches: int, seed: int,
+def rejection_sample(model: TinyLM, pool: list[SumPrompt], samples: int, batches: int, seed: int,
                      on_step: OnStep) -> tuple[list[tuple[str, str]], int]:
     """`samples` completions of every prompt of `pool` (in `batches` batches), keeping those that are
     right, formatted and written in the prompt's script only. Returns (kept texts, sampled count)."""
@@ -141,22 +141,3 @@ def rejection_sample(model: TinyLM, pool: list[ArithPrompt], samples: int, batch
                     kept.append((prompt.text, text))
         on_step(step)
     return kept, sampled
-
-
-def pretrain_student(cfg: TinyLMConfig, steps: int, device: str, on_step: OnStep,
-                     recipe: BaseRecipe | None = None) -> TinyLM:
-    """A smaller model pre-trained briefly on the base checkpoint's own corpus and recipe (seed,
-    batch, learning rate): the student's "own start", mediocre in the same ways as the base."""
-    recipe = recipe or BaseRecipe()
-    model = init_tiny_lm(recipe.seed, cfg).float().to(device)
-    data = corpus_tensor(recipe, cfg.block_size).to(device)
-    gen = torch.Generator().manual_seed(recipe.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate, weight_decay=recipe.weight_decay)
-    for step in range(1, steps + 1):
-        batch = data[torch.randint(len(data), (recipe.batch_size,), generator=gen).to(device)]
-        loss = lm_loss(model, batch)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        on_step(step)
-    return model.eval()

@@ -14,12 +14,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
-from app.kinds.tiny_lm.domain.arith_task import VOCAB
+from app.kinds.tiny_lm.domain.arith_task import ADDITION_VOCAB_SIZE
 
 
 @dataclass(frozen=True)
 class TinyLMConfig:
-    vocab_size: int = len(VOCAB)
+    vocab_size: int = ADDITION_VOCAB_SIZE  # the running-sums model's config names the full VOCAB
     block_size: int = 32  # prompt (≤ 6 tokens) + completion (≤ 24) fits
     n_layer: int = 2
     n_head: int = 4
