@@ -23,7 +23,12 @@ import time
 
 from bench.common import log, median
 
-PATHS = ("r1_zero", "r1", "distillation")
+PATHS = ("r1_zero", "r1", "distillation", "r1_zero_dr_grpo", "distillation_cold")
+# The bench's row ids: the path run, with which conventions, and whether R1's cached final model is
+# dropped first (distillation_cold: a runner that never ran R1 runs it inside the distillation job).
+RUNS = {"r1_zero": ("r1-zero", False, False), "r1": ("r1", False, False),
+        "distillation": ("distillation", False, False), "r1_zero_dr_grpo": ("r1-zero", True, False),
+        "distillation_cold": ("distillation", False, True)}
 TOKEN_SEEDS = 8  # seeds per token-step measurement (full run)
 
 
@@ -116,6 +121,7 @@ def token_step_phase(args, figures: dict, details: dict) -> None:
 
 def paths_phase(args, figures: dict, details: dict) -> None:
     from app.kinds.tiny_lm.engine import lm_paths
+    from app.kinds.tiny_lm.engine.lm_plans import CONVENTIONS, DR_GRPO
 
     threads = figures["tiny_lm_torch_threads"] = app_threads()
     device = args.resolved_device
@@ -123,16 +129,22 @@ def paths_phase(args, figures: dict, details: dict) -> None:
     lm_paths.run_path("r1_zero", seed=1, device=device, scale=0.01)  # warm-up: torch's compiler-stack import
     runs = {}
     for path in PATHS:
-        cached_teacher = path == "distillation" and (0, device, args.paths_scale) in lm_paths._r1_final
+        run, dr, cold = RUNS[path]
+        if cold:
+            lm_paths._r1_final.clear()
+        cached_teacher = run == "distillation" and bool(lm_paths._r1_final)
         w0, c0 = time.perf_counter(), time.process_time()
-        result = lm_paths.run_path(path, seed=0, device=device, scale=args.paths_scale)
+        result = lm_paths.run_path(run, seed=0, device=device, scale=args.paths_scale,
+                                   conventions=DR_GRPO if dr else CONVENTIONS)
+        final = result.final.stats
         runs[path] = {"wall_s": time.perf_counter() - w0, "cpu_s": time.process_time() - c0,
-                      "final_accuracy": result.final.accuracy, "stages": [s.id for s in result.stages]}
-        if path == "distillation":
+                      "final_accuracy": final.accuracy, "final_mean_length": final.mean_length,
+                      "stages": [s.id for s in result.stages]}
+        if run == "distillation":
             runs[path]["r1_cached"] = cached_teacher
         figures[f"path_{path}_s"] = runs[path]["wall_s"]
         figures[f"path_{path}_cpu_s"] = runs[path]["cpu_s"]
         log(f"path {path} (scale {args.paths_scale:g}): {runs[path]['wall_s']:.1f} s wall, "
-            f"{runs[path]['cpu_s']:.1f} s CPU" + (", R1 cached" if path == "distillation" and cached_teacher else ""))
+            f"{runs[path]['cpu_s']:.1f} s CPU" + (", R1 cached" if cached_teacher else ""))
     details["paths"] = {"torch_threads": threads, "device": device, "seed": 0, "scale": args.paths_scale,
                         "order": list(PATHS), **runs}

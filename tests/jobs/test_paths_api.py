@@ -51,8 +51,35 @@ def test_a_tiny_lm_path_reports_progress_that_never_decreases(client):
     fractions = [b["progress"]["fraction"] for b in bodies]
     assert fractions == sorted(fractions)
     result = bodies[-1]["result"]
-    assert result["path"] == "r1-zero" and result["seed"] == 11 and result["stages"][0]["points"]
+    assert result["path"] == "r1-zero" and result["seed"] == 11 and result["stages"][0]["id"] == "rl"
     assert {"accuracy", "mean_length", "kl_to_reference"} <= set(result["final"])
+    # issue 22: {metric: [{step, value}]} over the path, and the same per number of operands
+    metrics = {"accuracy", "mean_length", "mean_length_correct", "mean_length_incorrect", "stepwise_share",
+               "entropy", "kl_to_reference"}
+    assert metrics <= set(result["curves"]) and set(result["by_difficulty"]) == {"2", "3", "4", "5", "6"}
+    curve = result["curves"]["mean_length"]
+    assert [p["step"] for p in curve] == sorted(p["step"] for p in curve) and curve[0]["step"] == 0
+    assert all(isinstance(p["value"], float) for p in curve)
+    assert result["curves"]["accuracy"][-1]["value"] == result["final"]["accuracy"]
+    for n, curves in result["by_difficulty"].items():
+        assert metrics <= set(curves) and len(curves["accuracy"]) == len(curve), n
+    assert result["conventions"]["preset"] == "deepseekmath" and result["conventions"]["beta"] == 0.001
+
+
+def test_a_path_takes_the_conventions_as_a_preset_and_overrides(client):
+    """Dr. GRPO's conventions for every GRPO stage: another job (another id) than the default's, and
+    the result says which conventions it ran with; an override beats the preset."""
+    url = LM.format("r1-zero") + "?seed=11&scale=0.05"
+    default = poll(client, url, timeout=240)[-1]
+    dr = poll(client, url + "&preset=dr_grpo&beta=0.001", timeout=240)[-1]
+    assert dr["run"]["id"] != default["run"]["id"]
+    used = dr["result"]["conventions"]
+    assert (used["preset"], used["loss_aggregation"], used["advantage_std"], used["beta"]) == \
+        ("dr_grpo", "token_sum_norm", "none", 0.001)
+    assert used["max_length"] == 56  # the completions' token budget: Dr. GRPO's constant normaliser
+    assert dr["result"]["curves"]["mean_length"] != default["result"]["curves"]["mean_length"]
+    same = client.get(url + "&beta=0.001").json()  # R1's beta is the default: the same job
+    assert same["run"]["id"] == default["run"]["id"]
 
 
 def test_the_paths_api_is_typed_in_openapi(client):
@@ -62,7 +89,8 @@ def test_the_paths_api_is_typed_in_openapi(client):
         assert get["responses"][code]["content"]["application/json"]["schema"]["$ref"].endswith("/PathJobBody")
     body = spec["components"]["schemas"]["PathJobBody"]["properties"]
     assert set(body) == {"state", "progress", "run", "result", "error"}
-    assert {p["name"] for p in get["parameters"]} >= {"seed", "scale", "iterations_scale"}
+    assert {p["name"] for p in get["parameters"]} >= {"seed", "scale", "iterations_scale", "preset",
+                                                      "loss_aggregation", "advantage_std", "beta"}
     assert "post" in spec["paths"]["/api/walkthroughs/{walkthrough_id}/paths/{path}"]
 
 
@@ -75,6 +103,10 @@ def test_the_paths_api_is_typed_in_openapi(client):
     (TOY.format("r1") + "?iterations_scale=9", 422, "iterations_scale"),
     (TOY.format("r1") + "?seed=-1", 422, "seed"),
     (TOY.format("r1") + "?clip_eps=0.3", 422, "clip_eps"),
+    (LM.format("r1") + "?preset=ppo", 422, "preset"),
+    (LM.format("r1") + "?beta=-1", 422, "beta"),
+    (LM.format("r1") + "?loss_aggregation=median", 422, "loss_aggregation"),
+    (TOY.format("r1") + "?preset=dr_grpo", 422, "process catalog"),
 ])
 def test_refusals_name_what_is_wrong(client, url, status, words):
     r = client.get(url)

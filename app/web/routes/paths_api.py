@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from app.domain.job_store import JobRecord
 from app.engine.jobs.client import JOBS
+from app.web.conventions_query import ConventionsQuery
 from app.web.deps import CatalogDep, StrictQueryRoute, find_loaded
 from app.web.errors import NotFound, NotRunnable
 from app.web.schemas.errors import INVALID, error
@@ -23,6 +24,15 @@ Scale = Annotated[float | None, Query(description="Tiny LM only: every stage's s
                                       "(1, the default, is the walkthrough's run).")]
 IterationsScale = Annotated[int | None, Query(description="Toy only: every stage's iterations multiplied, "
                                               "1 to 8 (default 1).")]
+
+
+async def given_conventions(query: Annotated[ConventionsQuery, Query()]) -> dict[str, Any]:
+    """The conventions named in the URL (`preset` and any override), for every GRPO stage of the path;
+    none: the path's own (the tiny LM's: DeepSeekMath's with R1's β = 0.001)."""
+    return query.model_dump(exclude_none=True)
+
+
+GivenConventions = Annotated[dict[str, Any], Depends(given_conventions)]
 RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": PathJobBody, "description": "Done (with `result`) or failed (with `error`)."},
     202: {"model": PathJobBody, "description": "Queued or running: poll the same URL."},
@@ -61,25 +71,26 @@ def _answer(job: JobRecord) -> JSONResponse:
     return JSONResponse(job_payload(job, result), status_code=status, headers=headers)
 
 
-def _query(seed: int | None, scale: float | None, iterations_scale: int | None) -> dict[str, Any]:
-    return {"seed": seed, "scale": scale, "iterations_scale": iterations_scale}
+def _query(seed: int | None, scale: float | None, iterations_scale: int | None,
+           conventions: dict[str, Any]) -> dict[str, Any]:
+    return {"seed": seed, "scale": scale, "iterations_scale": iterations_scale, "conventions": conventions}
 
 
 @router.get("/walkthroughs/{walkthrough_id}/paths/{path}", responses=RESPONSES, response_model=None)
-def get_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, seed: Seed = None,
-             scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
+def get_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, conventions: GivenConventions,
+             seed: Seed = None, scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
     """A training path of this walkthrough's kind, run on the server as a job: queued if nobody asked
     for it yet, computed once by one runner for every worker and replica, kept until an operator
     deletes it (`python -m app.jobs delete ID`)."""
-    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale))
+    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
     return _answer(JOBS.submit(task, params))
 
 
 @router.post("/walkthroughs/{walkthrough_id}/paths/{path}", responses=RESPONSES, response_model=None)
-def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, seed: Seed = None,
-               scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
+def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, conventions: GivenConventions,
+               seed: Seed = None, scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
     """Start a failed path again (a job that is queued, running or done is left as it is and read)."""
-    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale))
+    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
     job = JOBS.submit(task, params)
     if job.state == "failed" and JOBS.retry(job.id):
         job = JOBS.status(job.id) or JOBS.submit(task, params)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from app.kinds.tiny_lm.engine import path_tasks
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
 from app.kinds.tiny_lm.views.meaning_tiny_lm import describe_tiny_lm
 from app.kinds.tiny_lm.web import api, pages
+from app.web.conventions_query import conventions_from
 from app.web.kind import Kind
 
 
@@ -23,12 +23,13 @@ def install(app: FastAPI) -> None:
 
 
 PATH_TASK = JobTask(KIND_ID, path_tasks.TASK, path_tasks.run_task, path_tasks.TYPES,
-                    lambda params, result: asdict(result), path_tasks.title, lane="long")
+                    path_tasks.payload, path_tasks.title, lane="long")
 DEFAULT_SEED = 3  # the seed the page's paths box starts from
 
 
 def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
-    """A path's job: `seed` and `scale` (every stage's steps multiplied; 1 is the walkthrough's run)."""
+    """A path's job: `seed`, `scale` (every stage's steps multiplied; 1 is the walkthrough's run) and the
+    conventions of its GRPO stages (`preset` and overrides; none: DeepSeekMath's with R1's β)."""
     if query.get("iterations_scale") is not None:
         raise ValueError("iterations_scale: the toy's parameter; the tiny LM's paths take `scale`")
     scale = 1.0 if query.get("scale") is None else float(query["scale"])
@@ -36,7 +37,8 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     if not low <= scale <= high:
         raise ValueError(f"scale: {scale:g} is outside [{low}, {high}]")
     seed = DEFAULT_SEED if query.get("seed") is None else int(query["seed"])
-    return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale)
+    conventions = conventions_from(query.get("conventions") or {}, path_tasks.DEFAULT_CONVENTIONS)
+    return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale, conventions)
 
 
 KIND = Kind(id=KIND_ID, title="A tiny language model: completions of tokens",

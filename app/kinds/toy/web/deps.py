@@ -9,12 +9,13 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from app.engine.grpo.params import OPTIONAL_NUMBERS, Conventions
+from app.engine.grpo.params import Conventions
 from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.view_state import COMPARE_KEYS, parse_compare
 from app.views.urls import COMPARE_PREFIX
+from app.web.conventions_query import query_field
 from app.web.errors import NotFound
 
 
@@ -22,30 +23,16 @@ def _name(err) -> str:
     return str(err["loc"][0]) if err.get("loc") else ""
 
 
-def _query_field(name: str, field: FieldInfo):
-    # Every parameter is optional in a URL (absent = default); `rewards` travels
-    # as one comma-separated string, not a repeated query key.
-    # A preset's dual clip or clamp is turned off with "none" (engine.params.OFF).
-    if name == "rewards":
-        annotation = str | None
-    elif name in OPTIONAL_NUMBERS:
-        # a number or "none": passed on as typed, the engine's model checks the range
-        return str | None, FieldInfo(default=None, description=field.description)
-    else:
-        annotation = field.annotation | None
-    return annotation, FieldInfo.merge_field_infos(field, default=None)
-
-
 # The query-string face of GRPOParams, so OpenAPI documents every parameter.
 GRPOQuery = create_model(
     "GRPOQuery", __config__=ConfigDict(extra="ignore"),
-    **{name: _query_field(name, f) for name, f in GRPOParams.model_fields.items()},
+    **{name: query_field(name, f) for name, f in GRPOParams.model_fields.items()},
 )
 
 
 def _side_b_field(key: str):
     name = key.removeprefix("vs_")
-    annotation, info = _query_field(name, Conventions.model_fields[name])
+    annotation, info = query_field(name, Conventions.model_fields[name])
     return annotation, FieldInfo.merge_field_infos(info, description=f"Side B: {info.description}")
 
 

@@ -46,6 +46,10 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     """A path's job: `seed` and `iterations_scale` (every stage's iterations multiplied, 1 to 8)."""
     if query.get("scale") is not None:
         raise ValueError("scale: the tiny LM's parameter; the toy's paths take `iterations_scale`")
+    given = query.get("conventions") or {}
+    if given:  # each stage of a toy process names its own conventions (walkthroughs/processes.toml)
+        name = "preset" if "preset" in given else sorted(given)[0]
+        raise ValueError(f"{name}: the toy's paths take their conventions from the process catalog, stage by stage")
     scale = 1 if query.get("iterations_scale") is None else int(query["iterations_scale"])
     if not 1 <= scale <= 8:
         raise ValueError(f"iterations_scale: {scale} is outside [1, 8]")
