@@ -142,6 +142,20 @@ def test_line_chart_negative_range_and_two_labels_apart():
     assert any(t.label.startswith("\u2212") for t in chart.y_ticks)  # Unicode minus
 
 
+def test_labels_beside_the_plot_keep_apart_and_styles_differ_without_colour():
+    close = [(f"s{k}", f"line {k}", [(0, 0.1 * k), (10, 0.5 + 0.001 * k)]) for k in range(5)]
+    chart = line_chart("t", "T", "y", close, (0.0, 1.0), 340, 180, gutter=True, legend=False,
+                       marks=[(5, "2")], caption="")
+    ys = sorted(s.label_text.y for s in chart.series)
+    assert all(b - a >= 14 - 1e-9 for a, b in zip(ys, ys[1:], strict=False))  # an 11 px line is ~13 px tall
+    assert all(s.label_text.x > chart.plot_right and s.label_text.anchor == "start" for s in chart.series)
+    assert max(s.label_text.x + len(s.label) * 6.2 for s in chart.series) <= chart.width + 1
+    assert len({(s.dash, s.marker) for s in chart.series}) == 5
+    assert chart.caption == "" and [m.label.text for m in chart.marks] == ["2"]
+    assert chart.plot_left < chart.marks[0].x < chart.plot_right
+    assert [m.x for m in line_chart("u", "U", "y", close, marks=[(0, "1"), (20, "9")]).marks] == []  # outside: none
+
+
 def test_comparison_bars_proportional_to_values(runs):
     finals = [(CATALOG.get(pid), runs[pid].final) for pid in IDS]
     chart = comparison(finals)
