@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from app.kinds.tiny_lm.domain.arith_task import make_prompts, rewards
+from app.kinds.tiny_lm.domain.arith_task import rewards
+from app.kinds.tiny_lm.domain.sums_task import make_sum_prompts, running_steps
 from app.kinds.tiny_lm.engine.lm_plans import GRPO_RECIPES, RULES_ALL
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
@@ -161,9 +162,15 @@ def test_a_right_sum_outside_the_template_is_called_right_and_paid_nothing():
 
 @pytest.mark.parametrize("path", list(FINAL_RULE))
 def test_path_examples_are_judged_by_the_paths_own_rule(path):
-    prompts = make_prompts(4, 1)
-    texts = ("24<end>", "<think>1+1=2</think><answer>2</answer><end>", "<think>x</think>", "<answer>7</answer><end>")
+    """The paths run on the running-sums task (issue 22): its prompts, in both scripts, and its habits."""
+    prompts = make_sum_prompts(10, 1)[::2][:4]  # sizes 2, 4, 6, 3 in both scripts
+    first = prompts[0]
+    steps = " ".join(f"{a}+{b}={c}" for a, b, c in running_steps(first.operands))
+    texts = ("24<end>", f"<think>{steps}</think><answer>{first.answer}</answer><end>", "<think>x</think>",
+             "<answer>7</answer><end>")
     rows = example_rows(path, tuple((p.text, t) for p, t in zip(prompts, texts, strict=True)))
+    assert {p.script for p in prompts} == {"digits", "letters"} and len({p.difficulty for p in prompts}) == 4
+    assert [r.prompt for r in rows] == [p.text for p in prompts] and all(r.verdict for r in rows)
     rule = FINAL_RULE[path][1]
     assert rule == {"r1-zero": GRPO_RECIPES["rl"].reward, "r1": GRPO_RECIPES["final_rl"].reward,
                     "distillation": RULES_ALL}[path]

@@ -1,21 +1,39 @@
 """The tiny-LM walkthrough's process selector: R1-Zero, R1 and distillation run for real on the
-tiny LM (engine/lm_paths.py), their progress while they run, then one curve per metric over the
-whole path with its stages marked, and a table of where each stage ended."""
+tiny LM (engine/lm_paths.py) on the running-sums task, their progress while they run, then the
+length view (issue 22: views/length_view.py first, the start's habits and one prompt early and late,
+GRPO against Dr. GRPO on R1-Zero), and under "More curves" the other metrics over the whole path
+with its stages marked and a table of where each stage ended. `overlay`: the three paths together."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from app.domain.job_store import JobRecord
 from app.domain.training_paths import PATH_IDS, PathChoice
-from app.kinds.tiny_lm.domain.arith_task import SECOND_SCRIPT, ArithPrompt, read_number, rewards
+from app.kinds.tiny_lm.domain.arith_task import rewards
+from app.kinds.tiny_lm.domain.sums_task import read_sum_prompt
 from app.kinds.tiny_lm.engine.lm_paths import PATH_TITLES, PathResult
 from app.kinds.tiny_lm.engine.lm_plans import GRPO_RECIPES, RULES_ALL
+from app.kinds.tiny_lm.views.dr_grpo_view import DrGrpoView
+from app.kinds.tiny_lm.views.habits_view import Showcase, StartHabits, build_showcase, build_start_habits
+from app.kinds.tiny_lm.views.length_view import (
+    PAIR_SIZE,
+    X_LABEL,
+    LengthView,
+    along_path,
+    build_length_view,
+    marks,
+    marks_caption,
+)
+from app.kinds.tiny_lm.views.overlay_view import OverlayView
 from app.kinds.tiny_lm.views.token_steps import verdict
 from app.views.charts.line_charts import LineChart, line_chart
 
-METRICS = (("accuracy", "accuracy", (0.0, 1.0)), ("format_rate", "format rate", (0.0, 1.0)),
-           ("mixed_rate", "mixed-script rate", (0.0, 1.0)), ("mean_length", "mean length (tokens)", None),
-           ("entropy", "entropy (nats/token)", None), ("kl_to_reference", "KL to the reference", None))
+# "More curves": what the first view's charts do not already show
+METRICS = (("format_rate", "Format kept", "share", (0.0, 1.0)),
+           ("mixed_rate", "Mixed-script answers", "share", (0.0, 1.0)),
+           ("recheck_share", "Answers with a re-check", "share", (0.0, 1.0)),
+           ("entropy", "Entropy", "nats per token", None),
+           ("kl_to_reference", "KL to the reference", "nats per token", None))
 
 
 @dataclass(frozen=True)
@@ -28,6 +46,7 @@ class StageRow:
     format_rate: float
     mixed_rate: float
     mean_length: float
+    stepwise_share: float
 
 
 # The reward rule a path's final model is judged by: its last GRPO stage's, or for distillation
@@ -45,20 +64,11 @@ class ExampleRow:
     reward: float  # the parts the rule counts, added
 
 
-def _prompt(text: str) -> ArithPrompt | None:
-    """An example's prompt read back ("15+9=", "bf+j="); None if it is not one."""
-    left, _, rest = text.partition("+")
-    a, b = read_number(left), read_number(rest.removesuffix("="))
-    if a is None or b is None or not rest.endswith("="):
-        return None
-    return ArithPrompt(a, b, "letters" if any(ch in SECOND_SCRIPT for ch in text) else "digits")
-
-
 def example_rows(path: str, examples: tuple[tuple[str, str], ...]) -> tuple[ExampleRow, ...]:
     rule = FINAL_RULE[path][1]
     rows = []
     for prompt_text, text in examples:
-        prompt = _prompt(prompt_text)
+        prompt = read_sum_prompt(prompt_text)
         if prompt is None:
             rows.append(ExampleRow(prompt_text, text, "", float("nan")))
             continue
@@ -81,6 +91,21 @@ class PathPanel:
     stages: tuple[StageRow, ...] = ()
     examples: tuple[tuple[str, str], ...] = ()
     example_rows: tuple[ExampleRow, ...] = ()
+    length: LengthView | None = None  # the first view: headline, Figure-3 pair, by difficulty
+    habits: StartHabits | None = None
+    showcase: Showcase | None = None
+    dr: DrGrpoView | None = None  # R1-Zero only: the same run under Dr. GRPO's conventions
+    overlay: OverlayView | None = None  # set in overlay mode (then nothing above is)
+    overlay_url: str | None = None  # the three paths together
+    single_url: str | None = None  # back from the overlay to the path's own view
+
+    @property
+    def running(self) -> bool:
+        """A run this box shows is not done (queued, running, or failed and able to start again): the
+        box changes, so neither cache may keep it."""
+        jobs = [self.job, self.dr.job if self.dr else None,
+                *(e.job for e in (self.overlay.entries if self.overlay else ()))]
+        return any(j is not None and j.state != "done" for j in jobs)
 
     @property
     def rule_title(self) -> str:
@@ -96,27 +121,37 @@ class PathPanel:
 
 
 def _curves(result: PathResult) -> tuple[tuple[LineChart, ...], tuple[StageRow, ...]]:
-    offset, xs, rows = 0, [], []
+    offset, rows = 0, []
     for stage in result.stages:
-        rows.append(StageRow(stage.title, stage.kind, stage.description, offset, stage.points[-1].accuracy,
-                             stage.points[-1].format_rate, stage.points[-1].mixed_rate, stage.points[-1].mean_length))
-        xs += [(offset + p.step, p) for p in stage.points]
+        end = stage.points[-1].stats
+        rows.append(StageRow(stage.title, stage.kind, stage.description, offset, end.accuracy, end.format_rate,
+                             end.mixed_rate, end.mean_length, end.stepwise_share))
         offset += max((p.step for p in stage.points), default=0)
-    charts = tuple(line_chart(f"lm-{key}", label, label, [(key, PATH_TITLES[result.path].split(":")[0],
-                                                             [(x, getattr(p, key)) for x, p in xs])], fixed)
-                   for key, label, fixed in METRICS)
+    along = along_path(result)
+    w, h = PAIR_SIZE
+    caption = f"x: {X_LABEL}s along the whole path." + marks_caption(along)
+    charts = tuple(line_chart(f"lm-{key}", title, label, [(key, PATH_TITLES[result.path].split(":")[0],
+                                                            [(x, getattr(p.stats, key)) for x, _s, p in along.points])],
+                              fixed, w, h, x_label=X_LABEL, caption=caption, marks=marks(along))
+                   for key, title, label, fixed in METRICS)
     return charts, tuple(rows)
 
 
 def build_path_panel(path: str | None, job: JobRecord | None, result: PathResult | None, urls: dict[str, str],
-                     poll_url: str | None, retry_url: str | None = None) -> PathPanel:
-    choices = tuple(PathChoice(p, PATH_TITLES[p], urls[p], p == path) for p in PATH_IDS)
+                     poll_url: str | None, retry_url: str | None = None, *, dr: DrGrpoView | None = None,
+                     overlay: OverlayView | None = None, overlay_url: str | None = None,
+                     single_url: str | None = None) -> PathPanel:
+    choices = tuple(PathChoice(p, PATH_TITLES[p], urls[p], p == path and overlay is None) for p in PATH_IDS)
     if path is None or job is None:
         return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None)
+    if overlay is not None:
+        return PathPanel(path, PATH_TITLES[path], choices, job, poll_url if overlay.running else None,
+                         overlay=overlay, single_url=single_url)
     if result is None:
         failed = job.state == "failed"
         return PathPanel(path, PATH_TITLES[path], choices, job, None if failed else poll_url,
-                         retry_url=retry_url if failed else None)
+                         retry_url=retry_url if failed else None, overlay_url=overlay_url)
     charts, stages = _curves(result)
     return PathPanel(path, PATH_TITLES[path], choices, job, None, result, None, charts, stages, result.examples,
-                     example_rows(path, result.examples))
+                     example_rows(path, result.examples), build_length_view(result), build_start_habits(result),
+                     build_showcase(result), dr, overlay_url=overlay_url)
