@@ -14,11 +14,14 @@ from app.domain.snapshot import Snapshot
 from app.domain.training_paths import OLD_URL_KEYS, PATH_IDS, URL_KEY, canonical_path_id
 from app.engine.grpo.token_records import TensorSummary
 from app.engine.jobs.client import JOBS
+from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.views.dr_grpo_view import build_dr_grpo_view
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
+from app.kinds.tiny_lm.views.overlay_view import build_overlay
 from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
 from app.kinds.tiny_lm.views.token_steps import build_token_panel
@@ -31,6 +34,7 @@ from app.views.urls import URLS
 from app.views.view_state import ViewState
 
 BLOCK = re.compile(r"(?:^|\.|@)policy\.blocks\.(\d+)(?:\.|#|$)")
+OVERLAY_KEY, OVERLAY_ALL = "overlay", "all"  # ?overlay=all: the paths box draws the three paths together
 
 
 class BadTokenView(ValueError):
@@ -45,6 +49,7 @@ class TokenQuery:
     completion: int
     head: int
     path: str | None = None  # a training path to run and show (engine/lm_paths.py), a shared id
+    overlay: bool = False  # ?overlay=all: the three paths on one chart per metric (only with a path)
 
     def query(self) -> dict[str, str]:
         """The tiny LM's part of the URL (views/view_state.py's KindState), in URL order."""
@@ -57,6 +62,8 @@ class TokenQuery:
             q["head"] = str(self.head)
         if self.path:
             q[URL_KEY] = self.path
+            if self.overlay:
+                q[OVERLAY_KEY] = OVERLAY_ALL
         return q
 
 
@@ -83,8 +90,12 @@ def read_token_query(query: Mapping[str, str]) -> TokenQuery:
     path = canonical_path_id(path) if path else None
     if path is not None and path not in PATH_IDS:
         raise BadTokenView(f"{URL_KEY} must be one of {', '.join(PATH_IDS)}, got {path!r}")
+    overlay = query.get(OVERLAY_KEY) or None
+    if overlay is not None and overlay != OVERLAY_ALL:
+        raise BadTokenView(f"{OVERLAY_KEY} must be {OVERLAY_ALL!r} (the three paths together), got {overlay!r}")
+    # an overlay without a path is dropped by query(): the page redirects to the URL without it
     return TokenQuery(params, form, metric, _index(query.get("completion"), "completion"),
-                      _index(query.get("head"), "head"), path)
+                      _index(query.get("head"), "head"), path, overlay is not None)
 
 
 @dataclass(frozen=True)
@@ -166,7 +177,9 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> Tin
         return state.with_kind(**change).url(snapshot)
 
     heads = attention.heads if attention else 0
-    paths = path_panel(state.walkthrough_id, q, device, {p: url(path=p) + "#lm-path-panel" for p in PATH_IDS})
+    paths = path_panel(state.walkthrough_id, q, device, {p: url(path=p, overlay=False) + "#lm-path-panel"
+                                                         for p in PATH_IDS},
+                       url(overlay=True) + "#lm-path-panel" if q.path else None)
     form = (q.form or TokenForm.from_params(q.params)).for_path(paths.title if q.path else None)
     token = TokenScreen(
         panel, form, q, node, attention,
@@ -181,13 +194,29 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> Tin
                         inspector, token=token)
 
 
-def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str]) -> PathPanel:
-    """The process selector; choosing a path submits its job (or finds it in the store, done or not)."""
+def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str],
+               overlay_url: str | None = None) -> PathPanel:
+    """The process selector; choosing a path submits its job (or finds it in the store, done or not),
+    for R1-Zero also the same run under Dr. GRPO's conventions, in overlay mode every path's."""
     if not q.path:
         return build_path_panel(None, None, None, urls, None)
-    job = JOBS.submit(TASK, path_params(q.path, q.params.seed, device))
-    poll = URLS.lm_path(walkthrough_id, q.path, {"seed": str(q.params.seed)})
-    return build_path_panel(q.path, job, JOBS.result(job), urls, poll, poll)
+    seed = q.params.seed
+    job = JOBS.submit(TASK, path_params(q.path, seed, device))
+    box = {"seed": str(seed)}
+    poll = URLS.lm_path(walkthrough_id, q.path, {**box, OVERLAY_KEY: OVERLAY_ALL} if q.overlay else box)
+    retry = URLS.lm_path(walkthrough_id, q.path, box)
+    if q.overlay:
+        jobs = {p: job if p == q.path else JOBS.submit(TASK, path_params(p, seed, device)) for p in PATH_IDS}
+        overlay = build_overlay(jobs, {p: JOBS.result(j) for p, j in jobs.items()}, urls)
+        return build_path_panel(q.path, job, JOBS.result(job), urls, poll, retry, overlay=overlay,
+                                single_url=urls[q.path])
+    result = JOBS.result(job)
+    dr = None
+    if q.path == "r1-zero" and result is not None:  # after the main run: the runner takes them in turn
+        dr_job = JOBS.submit(TASK, path_params(q.path, seed, device, conventions=DR_GRPO))
+        dr = build_dr_grpo_view(result, dr_job, JOBS.result(dr_job), poll,
+                                URLS.lm_path(walkthrough_id, q.path, {**box, "compare": DR_GRPO.preset}))
+    return build_path_panel(q.path, job, result, urls, poll, retry, dr=dr, overlay_url=overlay_url)
 
 
 def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str | None = None) -> str:

@@ -3,12 +3,14 @@ numbers from the token-level engine. Thin: parsing and building live in views/to
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from starlette.responses import RedirectResponse
 
 from app.domain.training_paths import PATH_IDS, canonical_path_id
 from app.engine.jobs.client import JOBS
+from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.engine.token_params import TokenParams
@@ -48,20 +50,21 @@ def step_page(asked: StepRequest):
     context = step_context(screen, cat)
     if q.form is not None:
         return refused_form(request, FORM, "token-form", context)
-    running = screen.token is not None and _running(screen.token.paths)
+    running = screen.token is not None and screen.token.paths is not None and screen.token.paths.running
     return step_response(request, screen, context, {"Cache-Control": NO_STORE} if running else None)
 
 
 NO_STORE = "no-store"  # a page showing a run in progress changes: neither cache may keep it
-
-
-def _running(panel) -> bool:
-    """A run not done (queued, running, or failed and able to start again): its page changes."""
-    return panel is not None and panel.job is not None and panel.job.state != "done"
+Overlay = Annotated[Literal["all"] | None, Query(description="all: the three paths on one chart per metric")]
+# The box's second R1-Zero run (lm_plans.DR_GRPO: Dr. GRPO's conventions at R1's β), not the API's `preset`
+# (which would bring the preset's own β).
+Compare = Annotated[Literal["dr_grpo"] | None, Query(description="dr_grpo: the box's R1-Zero run under Dr. GRPO's "
+                                                                 "conventions")]
 
 
 @router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
-def path_fragment(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3):
+def path_fragment(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
+                  overlay: Overlay = None):
     """The paths box alone, as the page polls it while a run goes on (started here if need be)."""
     entry = find_loaded(cat, walkthrough_id)
     snapshot = entry.snapshot
@@ -71,22 +74,27 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
                                 status_code=303)
     if path not in PATH_IDS or entry.kind != KIND_ID:
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
-    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
+    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path, overlay is not None)
     step = snapshot.opening_step_id
-    urls = {p: URLS.step(walkthrough_id, step, replace(q, path=p).query()) + "#lm-path-panel"
-            for p in PATH_IDS}
-    panel = path_panel(walkthrough_id, q, dev, urls)
+
+    def page(**change) -> str:
+        return URLS.step(walkthrough_id, step, replace(q, **change).query()) + "#lm-path-panel"
+
+    panel = path_panel(walkthrough_id, q, dev, {p: page(path=p, overlay=False) for p in PATH_IDS}, page(overlay=True))
     return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},
-                  headers={"Cache-Control": NO_STORE} if _running(panel) else None)
+                  headers={"Cache-Control": NO_STORE} if panel.running else None)
 
 
 @router.post("/walkthroughs/{walkthrough_id}/paths/{path}")
-def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3):
-    """"Try again" on a failed run: queued again, then the box (htmx) or the page showing it."""
+def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
+               compare: Compare = None):
+    """"Try again" on a failed run (with compare=dr_grpo: R1-Zero's Dr. GRPO run): queued again, then the
+    box (htmx) or the page showing it."""
     entry = find_loaded(cat, walkthrough_id)
-    if path not in PATH_IDS or entry.kind != KIND_ID:
+    if path not in PATH_IDS or entry.kind != KIND_ID or (compare is not None and path != "r1-zero"):
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
-    job = JOBS.submit(TASK, path_params(path, seed, dev))
+    job = JOBS.submit(TASK, path_params(path, seed, dev, conventions=DR_GRPO) if compare else
+                      path_params(path, seed, dev))
     if job.state == "failed":
         JOBS.retry(job.id)
     if wants_fragment(request):
