@@ -175,7 +175,7 @@ def test_the_overlay_draws_every_done_path_and_shows_the_others_progress(done):
         assert [s.key for s in chart.series] == [p for p in PATH_IDS if p in done]
         assert [s.style for s in chart.series] == [PATH_IDS.index(p) for p in PATH_IDS if p in done]
     panel = build_path_panel("r1-zero", jobs["r1-zero"], results["r1-zero"], URLS, "/poll?overlay=all", "/retry",
-                             overlay=overlay, single_url=URLS["r1-zero"])
+                             overlay=overlay, overlay_url="/overlay", single_url=URLS["r1-zero"])
     assert panel.running == (len(done) < 3)
     soup = render(panel)
     box = soup.select_one("#lm-path-panel")
@@ -183,6 +183,8 @@ def test_the_overlay_draws_every_done_path_and_shows_the_others_progress(done):
     for p in PATH_IDS:
         line = soup.select_one(f'#lm-overlay-paths li[data-path="{p}"]')
         assert (line.select_one("progress") is None) == (p in done)
+        if p not in done:  # without script, a link reloads the overlay
+            assert line.select_one(".path-progress a")["href"] == "/overlay"
         if p in done:
             assert "accuracy 31% → 62%" in line.get_text(" ", strip=True)
         for metric, *_ in OVERLAY_METRICS:
@@ -232,6 +234,7 @@ def test_a_dr_grpo_run_in_progress_polls_only_its_own_section():
     section = soup.select_one("#lm-dr-grpo")
     assert section["hx-get"] == "/poll" and section["hx-select"] == "#lm-dr-grpo"
     assert section.select_one("progress")["value"] == "40"
+    assert section.select_one(".path-progress a")["href"] == URLS["r1-zero"]  # without script: reload
     failed = render(build_path_panel("r1-zero", job(), grpo, URLS, "/poll", "/retry",
                                      dr=build_dr_grpo_view(grpo, job("failed"), None, "/poll", "/box?compare=dr_grpo")))
     form = failed.select_one("#lm-dr-grpo form")

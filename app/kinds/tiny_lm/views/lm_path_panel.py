@@ -146,7 +146,7 @@ def build_path_panel(path: str | None, job: JobRecord | None, result: PathResult
         return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None)
     if overlay is not None:
         return PathPanel(path, PATH_TITLES[path], choices, job, poll_url if overlay.running else None,
-                         overlay=overlay, single_url=single_url)
+                         overlay=overlay, overlay_url=overlay_url, single_url=single_url)
     if result is None:
         failed = job.state == "failed"
         return PathPanel(path, PATH_TITLES[path], choices, job, None if failed else poll_url,

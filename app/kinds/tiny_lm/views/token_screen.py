@@ -209,7 +209,7 @@ def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, 
         jobs = {p: job if p == q.path else JOBS.submit(TASK, path_params(p, seed, device)) for p in PATH_IDS}
         overlay = build_overlay(jobs, {p: JOBS.result(j) for p, j in jobs.items()}, urls)
         return build_path_panel(q.path, job, JOBS.result(job), urls, poll, retry, overlay=overlay,
-                                single_url=urls[q.path])
+                                overlay_url=overlay_url, single_url=urls[q.path])
     result = JOBS.result(job)
     dr = None
     if q.path == "r1-zero" and result is not None:  # after the main run: the runner takes them in turn
