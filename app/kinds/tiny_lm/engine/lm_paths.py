@@ -6,23 +6,24 @@ step by step pays and the base sometimes does).
 - r1: cold-start SFT on a few dozen formatted, single-script, step-by-step examples; reasoning GRPO with
   accuracy + format + language consistency; rejection sampling from that model (right, formatted,
   single-script completions kept); SFT of the *base* on them; a final GRPO with every reward (§2.3).
-- distillation: SFT of a smaller student on R1's final model's filtered outputs, no RL (§2.4).
+- distillation: SFT of a smaller student (its own pre-trained start, shipped) on R1's final model's
+  filtered outputs, no RL (§2.4).
 
 Every GRPO update is `token_grpo_step` with the DeepSeekMath conventions and R1's β = 0.001 by
 default (`CONVENTIONS`: k3 in the loss, clip 0.2, mean over each completion's tokens; a caller may
 pass others, e.g. Dr. GRPO's, for every GRPO stage of the path), AdamW, G = 8
 completions of 8 prompts per update, μ = 1; the KL term's reference is the model the stage starts
-from (PathPoint.kl_to_reference is always measured against the base). Training runs in float32
+from (a point's kl_to_reference is always measured against the base). Training runs in float32
 (the checkpoint is float64): faster on a CPU, and the curves are statistics of samples anyway.
 Every measurement (`PathPoint`) samples the same held-out prompts with the same seed, so two
-points differ by the model only. Deterministic for (path, seed, device, scale): every draw comes
+points differ by the model only. Deterministic for (path, seed, device, scale, conventions): every draw comes
 from a torch.Generator or random.Random seeded from those.
 
-Seconds on the shared 2-core development CPU with one torch thread (the app's TORCH_THREADS=1;
-with two threads on a busy machine r1_zero took 40 s instead of 10): r1_zero ≈ 10 s, r1 ≈ 18 s,
-distillation ≈ 3 s when R1 ran in this process for the same seed and device (cached; +3 s the
-first time, to pre-train the student), ≈ 22 s when it must run R1 first. The first path run in a
-process pays ≈ 3 s more: torch imports its compiler stack when the first optimizer is built.
+Seconds on the shared 2-core development CPU with one torch thread (the app's TORCH_THREADS=1), on
+the sums task: r1-zero 17-22 s, r1 29-36 s, distillation 8.5-10 s when R1 ran in this process for
+the same seed, device, scale and conventions (cached), R1's time more when it must run R1 first.
+The first path run in a process pays ≈ 3 s more: torch imports its compiler stack when the first
+optimizer is built.
 """
 from __future__ import annotations
 
