@@ -44,15 +44,17 @@ def point(stage: str, step: int, values: dict, hard_shift: float = 0.0) -> PathP
 
 
 def fake_result(path: str = "r1-zero", start: dict = BASE, end: dict = GROWN, steps: int = 60, every: int = 10,
-                seed: int = 3, conventions: Conventions | None = None, hard_shift: float = 0.0) -> PathResult:
+                seed: int = 3, conventions: Conventions | None = None, hard_shift: float = 0.0,
+                pace=lambda t: t) -> PathResult:
     """One GRPO stage of `steps` steps (R1-Zero's shape); for r1 and distillation their stage shapes with
-    the same start and end, so the view's choices per path are exercised."""
+    the same start and end, so the view's choices per path are exercised. `pace` maps the fraction of a
+    stage done to the fraction of the way from start to end (linear by default)."""
     conv = (conventions or Conventions(beta=0.001, max_length=56)).model_dump()
 
     def stage(sid: str, title: str, kind: str, n: int, lo: float, hi: float, every_: int) -> StageResult:
         marks = sorted({0, *range(every_, n + 1, every_), n}) if n else [0]
         return StageResult(sid, title, kind, f"{title}.", tuple(
-            point(sid, k, _mix(start, end, lo + (hi - lo) * (k / n if n else 0.0)), hard_shift) for k in marks))
+            point(sid, k, _mix(start, end, lo + (hi - lo) * pace(k / n if n else 0.0)), hard_shift) for k in marks))
 
     if path == "r1-zero":
         stages = (stage("rl", "GRPO from the base", "grpo", steps, 0.0, 1.0, every),)

@@ -38,6 +38,15 @@ def test_the_headline_says_accuracy_rose_and_answers_grew_when_they_did():
     assert "aha moment" in view.label and "does not" not in view.label
 
 
+def test_the_reading_says_when_the_growth_came():
+    steady = build_length_view(fake_result())  # linear: 80% of it at 48, the first point past it at 50
+    assert steady.why.endswith("The growth runs through the run (80% of it by step 50 of 60), as in Figure 3.")
+    early = build_length_view(fake_result(pace=lambda t: min(1.0, 3 * t)))  # all of it in the first third
+    assert early.why.endswith("Most of the growth (80%) came by step 20 of 60, then the length stays about flat: "
+                              "not Figure 3's steady climb.")
+    assert "Figure 3" not in build_length_view(fake_result(start=GROWN, end=BASE)).why  # no growth: no pace
+
+
 def test_the_headline_says_accuracy_fell_and_answers_shrank_when_they_did():
     view = build_length_view(fake_result(start=GROWN, end=BASE))
     assert view.headline.startswith("Accuracy fell 62% → 31% while answers shrank from 27.9 to 16.7 tokens "

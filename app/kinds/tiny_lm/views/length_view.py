@@ -104,6 +104,20 @@ def headline(start: Stats, end: Stats, start_by: dict[int, Stats], end_by: dict[
     return f"{acc} while {length}; {steps}."
 
 
+def growth_pace(along: Along) -> str:
+    """When the mean length got most of its growth: Figure 3's climbs through the whole run, and a run
+    whose growth is over early says so rather than borrow that picture."""
+    pts = [(x, p.stats.mean_length) for x, _s, p in along.points]
+    (x0, a), (last, b) = pts[0], pts[-1]
+    if b - a < STEADY_LENGTH * a or last <= x0:
+        return ""
+    by = next(x for x, v in pts if v - a >= 0.8 * (b - a))
+    if by - x0 <= 0.5 * (last - x0):
+        return (f" Most of the growth (80%) came by step {by} of {last}, then the length stays about flat: "
+                f"not Figure 3's steady climb.")
+    return f" The growth runs through the run (80% of it by step {by} of {last}), as in Figure 3."
+
+
 def reading(path: str, start: Stats, end: Stats) -> tuple[str, str]:
     """(label, why): what the headline's numbers mean for this path, claimed only where they show it.
     The label sits between the headline and the charts; the why under them."""
@@ -182,5 +196,7 @@ def build_length_view(result: PathResult) -> LengthView:
     stepwise = chart("lm-stepwise-by-difficulty", "Step-by-step answers by difficulty", "share step by step",
                      [(f"n{n}", f"{n} numbers", _series(along, "stepwise_share", n)) for n in sizes], (0.0, 1.0))
     label, why = reading(result.path, first.stats, last.stats)
+    if result.path == "r1-zero":
+        why += growth_pace(along)
     return LengthView(headline(first.stats, last.stats, start_by, end_by), label, why, length, accuracy, rows,
                       stepwise, along.skipped)
