@@ -5,10 +5,10 @@ from hypothesis import strategies as st
 
 from app.kinds.tiny_lm.domain.arith_task import (
     ADDITION_VOCAB_SIZE,
-    SEP,
     ANSWER,
     ANSWER_END,
     END,
+    SEP,
     THINK,
     THINK_END,
     VOCAB,
