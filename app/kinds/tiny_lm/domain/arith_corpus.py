@@ -8,7 +8,9 @@ GRPO then has something to fix. Pure Python and seeded: the same corpus on every
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from app.kinds.tiny_lm.domain.arith_task import (
     ANSWER,
@@ -17,6 +19,7 @@ from app.kinds.tiny_lm.domain.arith_task import (
     THINK,
     THINK_END,
     ArithPrompt,
+    Problem,
     make_prompts,
     write_number,
 )
@@ -52,21 +55,29 @@ def completion(prompt: ArithPrompt, kind: str, rng: random.Random) -> str:
     raise ValueError(f"unknown completion kind {kind!r}")
 
 
+P = TypeVar("P", bound=Problem)
+
+
 @dataclass(frozen=True)
-class Example:
-    prompt: ArithPrompt
+class Example(Generic[P]):
+    prompt: P
     kind: str
     text: str  # prompt + completion
 
 
-def build_corpus(size: int, seed: int, prompt_pool: int = 400) -> tuple[Example, ...]:
-    """`size` examples over a pool of seeded prompts, kinds drawn with the shares of MIX."""
-    rng = random.Random(seed)
-    prompts = make_prompts(prompt_pool, seed)
-    kinds, weights = zip(*MIX.items(), strict=True)
+def draw_examples(size: int, rng: random.Random, prompts: Sequence[P], mix: dict[str, float],
+                  write: Callable[[P, str, random.Random], str]) -> tuple[Example[P], ...]:
+    """`size` examples: a prompt drawn from `prompts`, a kind with the shares of `mix`, its text."""
+    kinds, weights = zip(*mix.items(), strict=True)
     out = []
     for _ in range(size):
         prompt = rng.choice(prompts)
         kind = rng.choices(kinds, weights)[0]
-        out.append(Example(prompt, kind, prompt.text + completion(prompt, kind, rng)))
+        out.append(Example(prompt, kind, prompt.text + write(prompt, kind, rng)))
     return tuple(out)
+
+
+def build_corpus(size: int, seed: int, prompt_pool: int = 400) -> tuple[Example[ArithPrompt], ...]:
+    """`size` examples over a pool of seeded prompts, kinds drawn with the shares of MIX."""
+    rng = random.Random(seed)
+    return draw_examples(size, rng, make_prompts(prompt_pool, seed), MIX, completion)

@@ -11,8 +11,8 @@ easy problems as on hard ones: RL is what may make it take them where they pay. 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
+from app.kinds.tiny_lm.domain.arith_corpus import Example, draw_examples
 from app.kinds.tiny_lm.domain.arith_task import ANSWER, ANSWER_END, END, SEP, THINK, THINK_END, write_number
 from app.kinds.tiny_lm.domain.sums_task import SumPrompt, make_sum_prompts, running_steps, write_step, write_steps
 
@@ -75,21 +75,9 @@ def completion(prompt: SumPrompt, kind: str, rng: random.Random) -> str:
     raise ValueError(f"unknown habit {kind!r}")
 
 
-@dataclass(frozen=True)
-class SumExample:
-    prompt: SumPrompt
-    kind: str
-    text: str  # prompt + completion
+SumExample = Example[SumPrompt]
 
 
 def build_sums_corpus(size: int, seed: int, prompt_pool: int = 4000) -> tuple[SumExample, ...]:
     """`size` examples over a pool of seeded prompts, habits drawn with the shares of MIX."""
-    rng = random.Random(seed)
-    prompts = make_sum_prompts(prompt_pool, seed)
-    kinds, weights = zip(*MIX.items(), strict=True)
-    out = []
-    for _ in range(size):
-        prompt = rng.choice(prompts)
-        kind = rng.choices(kinds, weights)[0]
-        out.append(SumExample(prompt, kind, prompt.text + completion(prompt, kind, rng)))
-    return tuple(out)
+    return draw_examples(size, random.Random(seed), make_sum_prompts(prompt_pool, seed), MIX, completion)
