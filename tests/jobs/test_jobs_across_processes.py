@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import time
-from dataclasses import asdict
 
 import httpx
 import pytest
@@ -54,10 +53,11 @@ def uninterrupted(seed: int, scale: float) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(Settings().torch_threads)
     try:
-        result = path_tasks.run_task(path_tasks.path_params("r1-zero", seed, "cpu", scale), lambda *a: None)
+        params = path_tasks.path_params("r1-zero", seed, "cpu", scale)
+        result = path_tasks.run_task(params, lambda *a: None)
     finally:
         torch.set_num_threads(threads)
-    return comparable(json.loads(json.dumps(asdict(result))))
+    return comparable(json.loads(json.dumps(path_tasks.payload(params, result))))
 
 
 def comparable(result: dict) -> dict:
