@@ -37,11 +37,30 @@ def clamp_log_ratio(log_ratio: torch.Tensor, bound: float | None) -> tuple[torch
     return log_ratio.clamp(-bound, bound), log_ratio.detach().abs() > bound
 
 
+def policy_log_ratio(logp: torch.Tensor, logp_old: torch.Tensor, mask: torch.Tensor | None, level: str,
+                     bound: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The log of the importance ratio ρ, then the clamp (value, hit). `token`: log π_θ − log π_old per
+    token. `sequence` (GSPO; TRL importance_sampling_level="sequence", grpo_trainer.py ~line 3087): the
+    masked mean over each completion's tokens, shape (G, 1), so ρ_i = (π_θ(o_i)/π_old(o_i))^(1/|o_i|) is
+    one number per completion, its gradient shared by all its tokens. One-token completions (the toy's
+    (G,) tensors, or no mask) have one level only."""
+    log_ratio = logp - logp_old
+    if level == "sequence" and mask is not None and log_ratio.dim() > 1:
+        log_ratio = (log_ratio * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1.0)
+    elif level not in ("token", "sequence"):
+        raise ValueError(f"unknown importance_sampling_level {level!r}")
+    return clamp_log_ratio(log_ratio, bound)
+
+
 @dataclass(frozen=True)
 class Surrogate:
     value: torch.Tensor  # (G, T) the objective term L (to maximise)
-    clip_active: torch.Tensor  # the band binds: min() took the clipped, constant branch
+    clip_active: torch.Tensor  # clip_low | clip_high: the clip binds (clip: min() took the constant branch)
     dual_clip_hit: torch.Tensor  # A < 0 and the dual clip's floor c·A binds
+    # TRL's clip_ratio/low and /high flags (grpo_trainer.py ~line 3268): ρ < 1−ε_low with A < 0, ρ > 1+ε_high
+    # with A > 0; for cispo (its cispo_clip_ratio) ρ > ε_high with A > 0, and never low
+    clip_low: torch.Tensor
+    clip_high: torch.Tensor
 
 
 def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, eps_low: float, eps_high: float,
@@ -52,14 +71,68 @@ def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, eps_low: float, ep
     clipped = ratio.clamp(1 - eps_low, 1 + eps_high) * adv
     value = torch.minimum(unclipped, clipped)
     with torch.no_grad():
-        clip_active = ((adv > 0) & (ratio > 1 + eps_high)) | ((adv < 0) & (ratio < 1 - eps_low))
-        dual_hit = torch.zeros_like(clip_active)
+        low, high = (adv < 0) & (ratio < 1 - eps_low), (adv > 0) & (ratio > 1 + eps_high)
+        dual_hit = torch.zeros_like(low)
     if dual_clip is not None:
         floor = dual_clip * adv
         with torch.no_grad():
             dual_hit = (adv < 0) & (value < floor)
         value = torch.where(adv < 0, torch.maximum(value, floor), value)
-    return Surrogate(value, clip_active, dual_hit)
+    return Surrogate(value, low | high, dual_hit, low, high)
+
+
+def cispo_surrogate(ratio: torch.Tensor, adv: torch.Tensor, logp: torch.Tensor, eps_max: float) -> Surrogate:
+    """CISPO (MiniMax-M1, Chen et al. 2025), as TRL 1.16 computes it (loss_type="cispo", grpo_trainer.py
+    ~line 3110): L = sg(min(ρ, ε_max))·A·log π_θ. The capped ratio is a constant weight, so every token
+    keeps a gradient, sg(min(ρ, ε_max))·A; ε_max is clip_epsilon_high as an absolute bound on ρ (not
+    1 + ε). No lower bound and no dual clip. (verl's cispo clamps ρ to [1−clip_ratio_low,
+    1+clip_ratio_high]: the same with clip_ratio_high = ε_max − 1 and a lower bound that cannot bind.)"""
+    value = ratio.clamp(max=eps_max).detach() * adv * logp
+    with torch.no_grad():
+        high = (ratio > eps_max) & (adv > 0)
+        low = torch.zeros_like(high)
+    return Surrogate(value, high, low.clone(), low, high)
+
+
+def policy_surrogate(policy_loss: str, ratio: torch.Tensor, adv: torch.Tensor, logp: torch.Tensor,
+                     eps_low: float, eps_high: float, dual_clip: float | None) -> Surrogate:
+    if policy_loss == "clip":
+        return clipped_surrogate(ratio, adv, eps_low, eps_high, dual_clip)
+    if policy_loss == "cispo":
+        return cispo_surrogate(ratio, adv, logp, eps_high)
+    raise ValueError(f"unknown policy_loss {policy_loss!r}")
+
+
+@dataclass(frozen=True)
+class ISWeights:
+    value: torch.Tensor  # (G, T) the weight each token's policy term is multiplied by, 0 on padding
+    bound_hit: torch.Tensor  # (G, T) bool: truncated, or masked to 0
+
+
+IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def is_weights(logp_old: torch.Tensor, logp_sampling: torch.Tensor, mask: torch.Tensor, mode: str,
+               clip_min: float | None, clip_max: float | None) -> ISWeights:
+    """TRL's vLLM importance-sampling correction (grpo_trainer.py ~lines 2660-2705): the trainer's π_old
+    over the rollout engine's π_sampling, exp(log π_old − log π_sampling) per token, or exp of its sum
+    over the completion (sequence_*). *_truncate clamps it to [clip_min, clip_max]; *_mask sets it to 0
+    outside. A constant: the policy term of each token is multiplied by it, the KL term is not."""
+    if mode not in IS_MODES:
+        raise ValueError(f"unknown is_correction {mode!r}")
+    with torch.no_grad():
+        diff = torch.nan_to_num((logp_old - logp_sampling) * mask, nan=0.0)  # NaN: no sampling log-prob, weight 1
+        if mode.startswith("sequence"):
+            diff = diff.sum(dim=-1, keepdim=True)
+        ratio = torch.exp(diff)
+        low = ratio < clip_min if clip_min is not None else torch.zeros_like(ratio, dtype=torch.bool)
+        high = ratio > clip_max if clip_max is not None else torch.zeros_like(ratio, dtype=torch.bool)
+        if mode.endswith("truncate"):
+            weight = torch.clamp(ratio, min=clip_min, max=clip_max)
+        else:
+            weight = ratio.masked_fill(low | high, 0.0)
+        on = mask.bool()
+        return ISWeights(weight.expand_as(mask) * mask, (low | high).expand_as(on) & on)
 
 
 @dataclass(frozen=True)

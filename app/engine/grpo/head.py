@@ -24,26 +24,34 @@ class GroupAdvantages(nn.Module):
 
 
 class PolicyRatio(nn.Module):
-    """rho_i = exp(log pi_theta - log pi_old), computed in log space (optionally clamped, as verl)."""
+    """rho_i = exp(log pi_theta - log pi_old), computed in log space (optionally clamped, as verl); at
+    importance_sampling_level=sequence (GSPO) per completion, the mean over its tokens (needs the mask)."""
 
-    def __init__(self, log_ratio_clamp: float | None = None):
+    def __init__(self, log_ratio_clamp: float | None = None, level: str = "token"):
         super().__init__()
-        self.log_ratio_clamp = log_ratio_clamp
+        self.log_ratio_clamp, self.level = log_ratio_clamp, level
 
-    def forward(self, logp: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
-        return torch.exp(conv.clamp_log_ratio(logp - logp_old, self.log_ratio_clamp)[0])  # (G,)
+    def forward(self, logp: torch.Tensor, logp_old: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        log_ratio = conv.policy_log_ratio(logp, logp_old, mask, self.level, self.log_ratio_clamp)[0]
+        return torch.exp(log_ratio).expand_as(logp)  # (G,) or (G, T)
 
 
 class ClippedSurrogate(nn.Module):
-    """min(rho*A, clip(rho)*A): pessimistic bound, saturates once rho leaves the band."""
+    """min(rho*A, clip(rho)*A): pessimistic bound, saturates once rho leaves the band. With
+    policy_loss=cispo: sg(min(rho, eps_high))*A*log pi (needs log pi)."""
 
-    def __init__(self, eps_low: float, eps_high: float | None = None, dual_clip: float | None = None):
+    def __init__(self, eps_low: float, eps_high: float | None = None, dual_clip: float | None = None,
+                 policy_loss: str = "clip"):
         super().__init__()
         self.eps_low, self.eps_high, self.dual_clip = eps_low, eps_low if eps_high is None else eps_high, dual_clip
+        self.policy_loss = policy_loss
         self.last: conv.Surrogate | None = None  # which clips bound, for the samples table
 
-    def forward(self, ratio: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-        self.last = conv.clipped_surrogate(ratio, advantages, self.eps_low, self.eps_high, self.dual_clip)
+    def forward(self, ratio: torch.Tensor, advantages: torch.Tensor, logp: torch.Tensor | None = None) -> torch.Tensor:
+        if self.policy_loss != "clip" and logp is None:
+            raise ValueError(f"policy_loss={self.policy_loss} needs log pi")
+        self.last = conv.policy_surrogate(self.policy_loss, ratio, advantages, ratio if logp is None else logp,
+                                          self.eps_low, self.eps_high, self.dual_clip)
         return self.last.value  # (G,)
 
 

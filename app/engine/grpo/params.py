@@ -15,7 +15,7 @@ MAX_LENGTH = 4096
 
 
 # Optional numbers a preset may set (verl's dual clip, clamps): "none" in a URL turns them off.
-OPTIONAL_NUMBERS = ("dual_clip", "log_ratio_clamp", "kl_clamp")
+OPTIONAL_NUMBERS = ("dual_clip", "log_ratio_clamp", "kl_clamp", "is_clip_min", "is_clip_max")
 OFF = "none"
 
 
@@ -27,9 +27,10 @@ class Conventions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    preset: Annotated[Literal["deepseekmath", "trl", "verl", "dr_grpo", "dapo"], Field(
+    preset: Annotated[Literal["deepseekmath", "trl", "verl", "dr_grpo", "dapo", "gspo", "cispo"], Field(
         description="Named set of conventions: deepseekmath (the paper), trl (TRL 1.16 defaults), "
-                    "verl (verl 0.9.1 GRPO), dr_grpo, dapo. Explicit parameters override it.")] = DEFAULT_PRESET
+                    "verl (verl 0.9.1 GRPO), dr_grpo, dapo, gspo (TRL's GSPO setup), cispo (TRL's CISPO). "
+                    "Explicit parameters override it.")] = DEFAULT_PRESET
     advantage_std: Annotated[Literal["population", "sample", "none"], Field(
         description="Divide A by the group's population std, its sample (Bessel) std as TRL and verl "
                     "do, or not at all (Dr. GRPO: centre only).")] = "population"
@@ -69,6 +70,26 @@ class Conventions(BaseModel):
     max_length: Annotated[int, Field(ge=1, le=MAX_LENGTH,
         description="The constant of token_sum_norm (TRL's max_completion_length). The toy's "
                     "completions are 1 token long.")] = 1
+    policy_loss: Annotated[Literal["clip", "cispo"], Field(
+        description="clip: min(ρA, clip(ρ)A), the PPO/GRPO surrogate. cispo (MiniMax-M1; TRL loss_type=cispo): "
+                    "sg(min(ρ, ε_high))·A·log π, the capped ratio a constant weight, so no token loses its "
+                    "gradient; clip_epsilon_high is then an absolute bound on ρ (TRL recommends 5).")] = "clip"
+    importance_sampling_level: Annotated[Literal["token", "sequence"], Field(
+        description="token: one ratio per token. sequence (GSPO): ρ_i = exp(mean over the completion's "
+                    "tokens of log π − log π_old), one ratio per completion, clipped and shared by its tokens "
+                    "(TRL importance_sampling_level, verl loss_mode=gspo).")] = "token"
+    is_correction: Annotated[Literal["none", "token_truncate", "token_mask", "sequence_truncate",
+                                     "sequence_mask"], Field(
+        description="TRL's vLLM importance-sampling correction: each token's policy term × "
+                    "exp(log π_old − log π_sampling) (per token, or summed over the completion), truncated to "
+                    "[is_clip_min, is_clip_max] or set to 0 outside it (mask). Needs the rollout engine's "
+                    "log-probs; without them the weight is 1.")] = "none"
+    is_clip_min: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False,
+        description="The IS correction's lower bound C_min (TRL vllm_importance_sampling_clip_min; "
+                    "default none).")] = None
+    is_clip_max: Annotated[float | None, Field(gt=0, le=1e6, allow_inf_nan=False,
+        description="The IS correction's upper bound C_max (TRL vllm_importance_sampling_clip_max, "
+                    "default 3). \"none\": no upper bound.")] = 3.0
 
     @model_validator(mode="before")
     @classmethod
@@ -99,6 +120,17 @@ class Conventions(BaseModel):
         if value and info.data.get("kl_placement") == "reward":
             raise ValueError("needs kl_placement=loss: a KL in the reward is computed from pi_old "
                              "and takes no ratio")
+        return value
+
+    @field_validator("is_clip_max")
+    @classmethod
+    def _is_bounds(cls, value, info):
+        # as TRL's GRPOConfig.__post_init__ refuses them (grpo_config.py ~lines 1152-1170)
+        low = info.data.get("is_clip_min")
+        if value is not None and low is not None and low >= value:
+            raise ValueError(f"must be greater than is_clip_min ({low:g})")
+        if value is None and low is None and str(info.data.get("is_correction", "")).endswith("truncate"):
+            raise ValueError("a *_truncate is_correction needs is_clip_min or is_clip_max")
         return value
 
     def conventions(self) -> Conventions:

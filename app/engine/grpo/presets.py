@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
-PRESET_NAMES = ("deepseekmath", "trl", "verl", "dr_grpo", "dapo")
+PRESET_NAMES = ("deepseekmath", "trl", "verl", "dr_grpo", "dapo", "gspo", "cispo")
 DEFAULT_PRESET: Final = "deepseekmath"
 
 _BASE = {
@@ -17,6 +17,10 @@ _BASE = {
     "beta": 0.04, "kl_estimator": "k3", "kl_placement": "loss", "kl_bias_correction": False,
     "log_ratio_clamp": None, "kl_clamp": None,
     "loss_aggregation": "sample_mean",
+    # the 2026 conventions (issue 23), off: the clipped surrogate, per-token ratios, no IS correction
+    # (TRL's GRPOConfig bounds: vllm_importance_sampling_clip_min None, _clip_max 3.0)
+    "policy_loss": "clip", "importance_sampling_level": "token",
+    "is_correction": "none", "is_clip_min": None, "is_clip_max": 3.0,
 }
 # clip_epsilon_high is named only where it differs (DAPO): otherwise it follows clip_epsilon,
 # so `?clip_epsilon=0.3` alone moves both ends of the band.
@@ -47,9 +51,20 @@ PRESETS = MappingProxyType({
     "dapo": MappingProxyType({**_BASE, "advantage_std": "sample", "advantage_epsilon": 1e-6,
                               "clip_epsilon_high": 0.28, "dual_clip": 10.0, "beta": 0.0,
                               "log_ratio_clamp": 20.0, "loss_aggregation": "token_mean"}),
+    # GSPO (Zheng et al. 2025) as TRL 1.16 documents it (docs/source/paper_index.md, "Group Sequence
+    # Policy Optimization"): importance_sampling_level="sequence", loss_type="grpo" (sample_mean),
+    # beta=0.0, epsilon=3e-4, epsilon_high=4e-4 (GSPO paper v2 §5.1); TRL's other defaults.
+    "gspo": MappingProxyType({**_BASE, "advantage_std": "sample", "clip_epsilon": 3e-4, "clip_epsilon_high": 4e-4,
+                              "beta": 0.0, "kl_bias_correction": True, "importance_sampling_level": "sequence"}),
+    # CISPO (MiniMax-M1, Chen et al. 2025) as TRL 1.16 runs it: loss_type="cispo" (token mean over the
+    # batch, grpo_trainer.py ~line 3168), epsilon_high=5.0 as an absolute cap on ρ (grpo_config.py
+    # epsilon_high: "the recommended value is 5.0", after ScaleRL); TRL's other defaults (beta 0).
+    "cispo": MappingProxyType({**_BASE, "advantage_std": "sample", "clip_epsilon_high": 5.0, "beta": 0.0,
+                               "kl_bias_correction": True, "loss_aggregation": "token_mean",
+                               "policy_loss": "cispo"}),
 })
 
 PRESET_TITLES = MappingProxyType({
     "deepseekmath": "DeepSeekMath paper", "trl": "TRL 1.16 defaults", "verl": "verl 0.9.1 GRPO",
-    "dr_grpo": "Dr. GRPO", "dapo": "DAPO",
+    "dr_grpo": "Dr. GRPO", "dapo": "DAPO", "gspo": "GSPO (TRL 1.16)", "cispo": "CISPO (TRL 1.16)",
 })

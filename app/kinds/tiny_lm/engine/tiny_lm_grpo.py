@@ -62,8 +62,8 @@ class TinyLMGRPO(nn.Module):
         self.old_policy = ScoredLM(cfg)
         self.reference_policy = ScoredLM(cfg)
         self.advantages = GroupAdvantages(c.advantage_std, c.advantage_epsilon)
-        self.ratio = PolicyRatio(c.log_ratio_clamp)
-        self.clipped = ClippedSurrogate(c.clip_epsilon, c.clip_epsilon_high, c.dual_clip)
+        self.ratio = PolicyRatio(c.log_ratio_clamp, c.importance_sampling_level)
+        self.clipped = ClippedSurrogate(c.clip_epsilon, c.clip_epsilon_high, c.dual_clip, c.policy_loss)
         self.divergence = ReferencePenalty(c.kl_estimator, c.log_ratio_clamp, c.kl_clamp)
         self.aggregate = LossAggregation(c.loss_aggregation, c.max_length)
         for frozen in (self.old_policy, self.reference_policy):
@@ -85,8 +85,8 @@ class TinyLMGRPO(nn.Module):
             reward_used = rewards
             kl_term = kl
         advantages = self.advantages(reward_used)  # (G,)
-        ratio = self.ratio(logp, logp_old) * mask  # (G, T)
-        surrogate = self.clipped(ratio, advantages.unsqueeze(-1) * mask) * mask
+        ratio = self.ratio(logp, logp_old, mask) * mask  # (G, T)
+        surrogate = self.clipped(ratio, advantages.unsqueeze(-1) * mask, logp) * mask
         if c.kl_bias_correction and c.kl_placement == "loss":
             kl_term = kl * ratio
         per_token = (surrogate - c.beta * kl_term) * mask
@@ -99,7 +99,8 @@ class TinyLMGRPO(nn.Module):
                 "advantages": advantages, "ratio": ratio, "surrogate": surrogate, "kl": kl, "kl_term": kl_term,
                 "per_token": per_token, "objective": objective, "loss": loss,
                 "weights": conv.aggregation_weights(mask, c.loss_aggregation, c.max_length),
-                "clip_active": flags.clip_active & on, "dual_clip_hit": flags.dual_clip_hit & on}
+                "clip_active": flags.clip_active & on, "dual_clip_hit": flags.dual_clip_hit & on,
+                "clip_low": flags.clip_low & on, "clip_high": flags.clip_high & on}
 
 
 def build_tiny_lm_grpo(policy: TinyLM, old: TinyLM, reference: TinyLM, conventions: Conventions) -> TinyLMGRPO:

@@ -16,6 +16,7 @@ from dataclasses import replace
 import torch
 
 from app.engine.grpo.head import DTYPE
+from app.engine.grpo.token_step import NO_SAMPLING_LOGPS
 from app.engine.runtime.compute import cached_computation
 from app.engine.runtime.recorder import as_python, capture, node_record, parameter_grads
 from app.engine.runtime.training import SGD
@@ -122,6 +123,8 @@ def step_result(params: GRPOParams, device: str, prompt, recorded: RecordedStep,
         else f"accuracy: 1 if the choice is {prompt.correct}, else 0",
         **extra_history,
     }
+    if params.is_correction != "none":  # the toy samples from pi_old itself: no rollout engine to correct for
+        history["is_correction"] = NO_SAMPLING_LOGPS.format(mode=params.is_correction)
     return StepResult(params, device, prompt, recorded.samples, recorded.objective, recorded.loss,
                       recorded.nodes, recorded.parameter_grads, history)
 

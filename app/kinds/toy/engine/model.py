@@ -75,8 +75,9 @@ class ToyGRPO(nn.Module):
         self.old_policy = CompletionPolicy(cfg)
         self.reference_policy = CompletionPolicy(cfg)
         self.advantages = GroupAdvantages(c.advantage_std, c.advantage_epsilon)
-        self.ratio = PolicyRatio(c.log_ratio_clamp)
-        self.clipped = ClippedSurrogate(c.clip_epsilon, c.clip_epsilon_high, c.dual_clip)
+        # one-token completions: the sequence-level ratio (GSPO) is the token's
+        self.ratio = PolicyRatio(c.log_ratio_clamp, c.importance_sampling_level)
+        self.clipped = ClippedSurrogate(c.clip_epsilon, c.clip_epsilon_high, c.dual_clip, c.policy_loss)
         self.divergence = ReferencePenalty(c.kl_estimator, c.log_ratio_clamp, c.kl_clamp)
         for frozen in (self.old_policy, self.reference_policy):
             frozen.requires_grad_(False)
@@ -104,7 +105,7 @@ class ToyGRPO(nn.Module):
         kl_estimate = self.divergence.last
         advantages = self.advantages(rewards_used)  # (G,)
         ratio = self.ratio(logp, logp_old)  # (G,)
-        surrogate = self.clipped(ratio, advantages)  # (G,)
+        surrogate = self.clipped(ratio, advantages, logp)  # (G,); cispo reads log pi
         if c.kl_bias_correction:  # TRL: k3 x rho, rho keeping its gradient
             kl_loss_term = kl_loss_term * ratio
         per_sample = torch.sub(surrogate, c.beta * kl_loss_term)  # (G,) sub@ToyGRPO#0

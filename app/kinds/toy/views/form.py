@@ -64,6 +64,17 @@ CONVENTION_SPECS = (
     FieldSpec("loss_aggregation", "loss aggregation", choices=_choices("loss_aggregation"),
               explain="How tokens are averaged. One-token completions: all three agree (up to max_length)."),
     FieldSpec("max_length", "max length", explain="The constant of token_sum_norm; the toy's completions are 1 token."),
+    FieldSpec("policy_loss", "policy loss", choices=_choices("policy_loss"),
+              explain="clip: min(ρA, clip(ρ)A). cispo: the ratio capped at ε_high (absolute) as a constant "
+                      "weight on A·log π, so no answer loses its gradient."),
+    FieldSpec("importance_sampling_level", "ratio level", choices=_choices("importance_sampling_level"),
+              explain="token, or sequence (GSPO: one ratio per completion, the mean log-ratio of its tokens); "
+                      "the toy's one-token answers: the same."),
+    FieldSpec("is_correction", "IS correction", choices=_choices("is_correction"),
+              explain="TRL's vLLM correction: × π_old/π_sampling per token or sequence, truncated or masked. "
+                      "The toy has no rollout engine: weight 1."),
+    FieldSpec("is_clip_min", "IS C_min", explain="Lower bound of the IS weight (TRL: none). \"none\": off."),
+    FieldSpec("is_clip_max", "IS C_max", explain="Upper bound of the IS weight (TRL: 3). \"none\": off."),
 )
 ALWAYS_SHOWN = 3  # preset, ε, β: the rest of CONVENTION_SPECS folds away
 FIELDS = SAMPLING_SPECS + CONVENTION_SPECS
