@@ -6,12 +6,14 @@ so the app can list it honestly ("could not load: <field>: <why>").
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pathlib
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.domain.snapshot import Snapshot, SnapshotError, load_snapshot
 from app.domain.snapshot.fields import UNLINKABLE_IDS
@@ -25,6 +27,23 @@ Classify = Callable[[Snapshot], str | None]
 
 def view_only(_snapshot: Snapshot) -> str | None:
     return None
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A file format other than a snapshot that a kind opens (a GRPO step record): asked, in order,
+    before a file is read as a `tensorviz.graph` snapshot. `opens` looks at the parsed JSON only;
+    `open` builds the graph the pages draw and the kind's own data (the entry's `payload`), or
+    raises SnapshotError naming the field by path, as a snapshot's refusal does."""
+    kind: str
+    title: str  # "GRPO step record"
+    max_bytes: int
+    opens: Callable[[Any], bool]
+    open: Callable[[Any, str], tuple[Snapshot, Any]]
+
+
+def reader_for(readers: Sequence[Reader], data: Any) -> Reader | None:
+    return next((r for r in readers if r.opens(data)), None)
 
 DEFAULT_ID = "toy_grpo"
 
@@ -42,6 +61,7 @@ class CatalogEntry:
     snapshot: Snapshot | None
     error: str | None
     kind: str | None = None  # decided once, when the file is loaded or uploaded; None = view-only
+    payload: Any = None  # what a Reader read beside the graph (a step record); None for a snapshot
 
     @property
     def ok(self) -> bool:
@@ -58,7 +78,8 @@ class Catalog:
             self._by_id.setdefault(entry.id, entry)  # the first of a duplicate id wins
 
     @classmethod
-    def load_directory(cls, path: pathlib.Path | str, classify: Classify = view_only) -> Catalog:
+    def load_directory(cls, path: pathlib.Path | str, classify: Classify = view_only,
+                       readers: Sequence[Reader] = ()) -> Catalog:
         directory = pathlib.Path(path)
         if not directory.is_dir():
             # A missing walkthroughs folder should give an empty app, not a crash.
@@ -74,7 +95,7 @@ class Catalog:
         # Every *.json entry is listed: a dangling link or a folder is an error to show,
         # not a file that silently is not there.
         for file in files:
-            entry = _load_one(file, classify)
+            entry = _load_one(file, classify, readers)
             if entry.id in seen:
                 entry = CatalogEntry(entry.id, entry.source, None,
                                      f"{file.name}: $: duplicate walkthrough id {entry.id!r} "
@@ -134,7 +155,7 @@ def _unreadable(file: pathlib.Path) -> str | None:
     return None
 
 
-def _load_one(file: pathlib.Path, classify: Classify) -> CatalogEntry:
+def _load_one(file: pathlib.Path, classify: Classify, readers: Sequence[Reader] = ()) -> CatalogEntry:
     name = _printable(file.name)
     walkthrough_id = walkthrough_id_from_filename(name)
     try:
@@ -142,6 +163,8 @@ def _load_one(file: pathlib.Path, classify: Classify) -> CatalogEntry:
             error = f"{name}: $: {why}"
         elif walkthrough_id in UNLINKABLE_IDS:  # "..json" would be /walkthroughs/. (see fields.py)
             error = f"{name}: $: the walkthrough id {walkthrough_id!r} cannot be a URL path segment; rename the file"
+        elif readers and (opened := _read_other(file, name, readers)) is not None:
+            return CatalogEntry(walkthrough_id, name, opened[1], None, opened[0].kind, opened[2])
         else:
             snapshot = load_snapshot(file)
             return CatalogEntry(walkthrough_id, name, snapshot, None, classify(snapshot))
@@ -151,3 +174,20 @@ def _load_one(file: pathlib.Path, classify: Classify) -> CatalogEntry:
         error = f"{name}: $: cannot read file ({exc.strerror or exc})"
     log.warning("could not load walkthrough: %s", error)
     return CatalogEntry(walkthrough_id, name, None, error)
+
+
+def _read_other(file: pathlib.Path, name: str, readers: Sequence[Reader]) -> tuple[Reader, Snapshot, Any] | None:
+    """(reader, graph, payload) when a reader opens `file`; None for a snapshot (or bad JSON: the
+    snapshot loader says why)."""
+    raw = file.read_bytes()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    reader = reader_for(readers, data)
+    if reader is None:
+        return None
+    if len(raw) > reader.max_bytes:
+        raise SnapshotError(name, "$", f"a {reader.title} larger than {reader.max_bytes // (1024 * 1024)} MB")
+    snapshot, payload = reader.open(data, name)
+    return reader, snapshot, payload

@@ -10,13 +10,14 @@ snapshot is executed.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from app.domain.catalog import CatalogEntry, Classify, view_only
+from app.domain.catalog import CatalogEntry, Classify, Reader, reader_for, view_only
 from app.domain.snapshot import SnapshotError, parse_snapshot
 from app.domain.upload_store import (
     HashCollision,
@@ -68,6 +69,7 @@ class UploadStore:
         self._cached_bytes = 0
         self._lock = threading.Lock()
         self.classify: Classify = view_only  # the app sets its kind registry's matcher (web/factory.py)
+        self.readers: tuple[Reader, ...] = ()  # and its kinds' other formats (step records)
 
     @classmethod
     def open(cls, data_dir: Path, database_url: str | None = None, *, quota_mb: int = 512,
@@ -81,14 +83,12 @@ class UploadStore:
         parse_snapshot refuses deep nesting itself, before any recursive parser runs. Bytes
         already stored are never refused, however full the store is.
         """
-        if len(raw) > MAX_BYTES:
-            raise UploadRejected(413, f"the file is larger than the 2 MB limit ({len(raw)} bytes)")
+        if len(raw) > MAX_UPLOAD_BYTES:
+            raise UploadRejected(413, f"the file is larger than the {MAX_UPLOAD_BYTES // MB} MB limit of any "
+                                      f"upload ({len(raw)} bytes)")
         digest = hashlib.sha256(raw).hexdigest()
         ident = digest[:16]
-        try:
-            snapshot = parse_snapshot(raw, source="<upload>")
-        except SnapshotError as exc:
-            raise UploadRejected(422, str(exc)) from None
+        entry = self._open(ident, raw)
         try:
             created = self.backend.put(ident, digest, raw, filename, self.quota_bytes)
         except StoreFull as full:
@@ -103,11 +103,33 @@ class UploadStore:
                                       "of the file (e.g. its snapshotId) and upload it again") from None
         except StoreUnavailable as exc:
             raise self._unavailable(exc) from None
-        # "upload", not the file name: the answer for a content-addressed id must be the same
-        # on every worker and replica (one ETag), whoever sent the bytes first and as what.
-        entry = CatalogEntry(ident, "upload", snapshot, None, self.classify(snapshot))
         self._remember(ident, entry, len(raw))
         return entry, created
+
+    def _open(self, ident: str, raw: bytes) -> CatalogEntry:
+        """The entry for these bytes: a kind's own format (a step record, up to its reader's limit)
+        or a snapshot (up to 2 MB). Raises UploadRejected (413, 422)."""
+        reader = data = None
+        if self.readers:
+            try:
+                data = json.loads(raw)  # parsed once: a record's reader takes it as it is
+                reader = reader_for(self.readers, data)
+            except (ValueError, RecursionError):
+                reader = None  # not JSON: the snapshot parser below says why, by path
+        limit = reader.max_bytes if reader is not None else MAX_BYTES
+        what = reader.title if reader is not None else "tensorviz snapshot"
+        if len(raw) > limit:
+            raise UploadRejected(413, f"a {what} may be at most {limit // MB} MB; this file is {_mb(len(raw))}")
+        try:
+            if reader is not None:
+                snapshot, payload = reader.open(data, "<upload>")
+                # "upload", not the file name: the answer for a content-addressed id must be the
+                # same on every worker and replica (one ETag), whoever sent the bytes first and as what.
+                return CatalogEntry(ident, "upload", snapshot, None, reader.kind, payload)
+            snapshot = parse_snapshot(raw, source="<upload>")
+        except SnapshotError as exc:
+            raise UploadRejected(422, str(exc)) from None
+        return CatalogEntry(ident, "upload", snapshot, None, self.classify(snapshot))
 
     def get(self, ident: str) -> CatalogEntry | None:
         if not ID_PATTERN.fullmatch(ident):
@@ -130,9 +152,8 @@ class UploadStore:
         if raw is None:
             return None
         try:
-            snapshot = parse_snapshot(raw, source="<upload>")
-            entry = CatalogEntry(ident, "upload", snapshot, None, self.classify(snapshot))
-        except SnapshotError as exc:  # stored uploads were valid; a changed parser may disagree
+            entry = self._open(ident, raw)
+        except UploadRejected as exc:  # stored uploads were valid; a changed parser may disagree
             log.warning("stored upload %s no longer loads: %s", ident, exc)
             return None
         self._remember(ident, entry, len(raw))

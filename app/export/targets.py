@@ -61,6 +61,18 @@ def _tiny_lm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
     return model, (ids, mask, torch.tensor([1.0, 0.0], dtype=torch.float64), len(prompt))
 
 
+def _step_record() -> tuple[nn.Module, tuple[Any, ...]]:
+    import torch
+
+    from app.kinds.step_record.engine.head_model import RecordedGRPO
+
+    # Two ragged completions of one prompt, as log-probs: the code path is the same for any record.
+    logp = torch.tensor([[-0.5, -1.0, -0.2], [-0.7, -0.1, 0.0]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]], dtype=torch.float64)
+    return RecordedGRPO().to(torch.float64), (logp, logp - 0.1, logp - 0.2, torch.tensor([1.0, 0.0],
+                                                                                       dtype=torch.float64), mask)
+
+
 TARGETS = {
     "toy_grpo": ExportTarget(
         name="toy_grpo",
@@ -80,6 +92,14 @@ TARGETS = {
         name="tiny_lm_grpo",
         description="token-level GRPO around the tiny LM (app/engine/tiny_lm_grpo.py), the tiny-LM walkthrough",
         build=_tiny_lm_grpo,
+        select_output=lambda out: out["loss"],
+        statement_modules=frozenset({"ratio", "clipped"}),
+    ),
+    "step_record": ExportTarget(
+        name="step_record",
+        description="the GRPO head of a recorded step (app/kinds/step_record/engine/head_model.py): the "
+                    "recorded model as one node, then advantages, ratio, clip, KL, aggregation and loss",
+        build=_step_record,
         select_output=lambda out: out["loss"],
         statement_modules=frozenset({"ratio", "clipped"}),
     ),

@@ -54,10 +54,12 @@ def _app_state(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
     app.state.device = resolve_device(settings.device)
     app.state.kinds = kind_registry
     # Each file's kind is decided once, here and at upload, by the registry's first match.
-    app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir, kind_registry.classify)
+    app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir, kind_registry.classify,
+                                               kind_registry.readers)
     app.state.catalog.uploads = UploadStore.open(settings.resolved_data_dir, settings.database_url,
                                                  quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
     app.state.catalog.uploads.classify = kind_registry.classify
+    app.state.catalog.uploads.readers = kind_registry.readers
     add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])
     return kind_registry
 

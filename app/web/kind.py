@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from app.domain.catalog import Catalog, CatalogEntry
+from app.domain.catalog import Catalog, CatalogEntry, Reader
 from app.domain.snapshot import Node, Snapshot
 from app.engine.grpo.params import Conventions
 from app.engine.jobs.tasks import JobTask
@@ -61,3 +61,5 @@ class Kind:
     # loop before the page takes a compute slot (web/job_wait.py). [] for none, or for a query the
     # page itself will refuse.
     step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None
+    # A file format of its own (the step record's): such files open as this kind whatever their graph
+    reader: Reader | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.domain.catalog import Reader
 from app.domain.snapshot import Snapshot
 from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
 from app.kinds.toy.web.kind import KIND as TOY
@@ -38,6 +39,11 @@ class KindRegistry:
     def classify(self, snapshot: Snapshot) -> str | None:
         """The id of the first kind whose engine runs `snapshot`, or None (view-only)."""
         return next((k.id for k in self.kinds if k.matches(snapshot)), None)
+
+    @property
+    def readers(self) -> tuple[Reader, ...]:
+        """Every kind's own file formats (step records), asked before a file is read as a snapshot."""
+        return tuple(k.reader for k in self.kinds if k.reader is not None)
 
     def get(self, kind_id: str | None) -> Kind | None:
         return next((k for k in self.kinds if k.id == kind_id), None)

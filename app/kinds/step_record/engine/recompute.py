@@ -1,0 +1,195 @@
+"""A recorded GRPO step, recomputed by torch from its recorded log-probabilities.
+
+The recorded log π_θ of every token becomes a float64 leaf; the shared token-level engine
+(app/engine/grpo/token_step.py, the one every kind runs) applies the conventions and autograd
+gives ∂loss/∂log π per token. Under the record's own conventions the framework's advantages are
+used (that is what its loss saw); under another convention ("what if") they are recomputed from
+the rewards, per group, as that convention computes them.
+
+Metrics are named and computed as TRL 1.16 logs them (grpo_trainer.py `_compute_loss`,
+`global_masked_mean`), so a record's logged values can be checked key by key (checks.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from app.engine.grpo import conventions as conv
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_step import TokenStep, token_grpo_step
+from app.kinds.step_record.domain.record import StepRecord
+from app.kinds.step_record.engine.record_conventions import record_conventions
+
+
+@dataclass(frozen=True)
+class CompletionResult:
+    """One completion's per-token numbers (its own length; no padding)."""
+    group: int
+    index: int
+    row: int  # its row in the padded batch
+    advantage: float
+    logp: np.ndarray
+    mask: np.ndarray
+    ratio: np.ndarray
+    surrogate: np.ndarray
+    kl: np.ndarray
+    per_token: np.ndarray  # the objective term of each token: (L − β·KL)·IS weight
+    weight: np.ndarray  # what each token counts for in the loss (aggregation)
+    grad: np.ndarray  # ∂loss/∂log π_θ
+    is_weight: np.ndarray
+    clip_low: np.ndarray
+    clip_high: np.ndarray
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    conventions: Conventions
+    own_conventions: bool  # the record's own (advantages as recorded) or a what-if
+    advantages: np.ndarray  # (N,) what the loss used
+    advantages_from_rewards: np.ndarray  # (N,) recomputed from the rewards under `conventions`
+    rewards: np.ndarray  # (N,) Σ w·r, NaN where no function scored it
+    loss: float
+    scale: float  # Σ |w·per_token|: the loss's size without cancellation
+    grad_norm: float  # ‖∂loss/∂log π‖ over every token
+    metrics: dict[str, float]
+    completions: list[CompletionResult]
+    # per graph node: (value, ∂loss/∂value or None), padded (N, T) or (N,) or a scalar
+    nodes: dict[str, tuple[np.ndarray, np.ndarray | None]]
+
+
+def _padded(rows: list[np.ndarray], width: int) -> torch.Tensor:
+    out = torch.zeros(len(rows), width, dtype=torch.float64)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.from_numpy(np.asarray(row, dtype=np.float64))
+    return out
+
+
+def combined_rewards(record: StepRecord) -> np.ndarray:
+    """Σ w·r per completion (TRL's nansum); NaN where every function returned None."""
+    weights = record.weights
+    out = []
+    for _, _, c in record.completions():
+        values = [c.rewards[name] for name in record.reward_functions]
+        scored = [w * v for w, v in zip(weights, values, strict=True) if v is not None]
+        out.append(sum(scored) if scored else float("nan"))
+    return np.asarray(out, dtype=np.float64)
+
+
+def group_advantages(record: StepRecord, rewards: np.ndarray, c: Conventions) -> np.ndarray:
+    """Each group's advantages as `c` computes them; an unscored completion gets 0 (as TRL does)."""
+    out = np.zeros(len(rewards))
+    start = 0
+    for group in record.groups:
+        end = start + len(group.completions)
+        r = torch.from_numpy(rewards[start:end].copy())
+        scored = ~torch.isnan(r)
+        if scored.sum() > 0:
+            a = conv.group_advantages(r[scored], c.advantage_std, c.advantage_epsilon)
+            out[start:end][scored.numpy()] = a.numpy()
+        start = end
+    return out
+
+
+def recompute(record: StepRecord, conventions: Conventions | None = None) -> Recomputed:
+    own = conventions is None
+    c = record_conventions(record) if conventions is None else conventions
+    items = record.completions()
+    done = [item for _, _, item in items]
+    width = max(item.length for item in done)
+    mask = _padded([item.mask_or_ones() for item in done], width)
+    logp = _padded([item.logprobs for item in done], width).requires_grad_(True)
+    # absent old log-probs: on-policy (TRL's old = logp.detach()); absent reference: no KL to it
+    old = _padded([item.logprobs if item.old_logprobs is None else item.old_logprobs for item in done], width)
+    ref = _padded([item.logprobs if item.ref_logprobs is None else item.ref_logprobs for item in done], width)
+    has_sampling = all(item.sampling_logprobs is not None for item in done)
+    sampling = _padded([item.sampling_logprobs for item in done], width) if has_sampling else None
+    rewards = combined_rewards(record)
+    from_rewards = group_advantages(record, rewards, c)
+    recorded = np.asarray([item.advantage for _, _, item in items])
+    advantages = recorded if own else from_rewards
+    step = token_grpo_step(logp, old, ref, torch.from_numpy(np.nan_to_num(rewards)), mask, c,
+                           logp_sampling=sampling, advantages=torch.from_numpy(advantages.copy()))
+    loss = _loss(step, mask, record if own else None)
+    for tensor in (step.ratio, step.surrogate, step.kl, step.per_token, step.objective, loss):
+        if tensor.requires_grad:
+            tensor.retain_grad()
+    loss.backward()
+    assert logp.grad is not None
+    entropy = [item.entropy for _, _, item in items]
+    metrics = _metrics(step, mask, c, entropy, width, loss.item())
+    weights = (-step.weights).detach()
+    per_token = step.per_token.detach()
+    results = [_one(gi, ci, row, item.length, advantages[row], logp, mask, step, weights, per_token)
+               for row, (gi, ci, item) in enumerate(items)]
+    return Recomputed(c, own, advantages, from_rewards, rewards, loss.item(),
+                      float((step.weights * per_token).abs().sum()), float(logp.grad.norm()), metrics, results,
+                      _nodes(logp, step, loss, advantages, rewards))
+
+
+def _nodes(logp: torch.Tensor, step: TokenStep, loss: torch.Tensor, advantages: np.ndarray,
+           rewards: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """Each node of the record's graph (graph/step_record_head.tensorviz.json): its tensor and
+    ∂loss/∂tensor. The advantages and rewards are the record's data: no gradient reaches them."""
+    def pair(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray | None]:
+        grad = x.grad.detach().numpy().copy() if x.grad is not None else None
+        return x.detach().numpy().copy(), grad
+
+    objective = step.objective
+    return {"input": (rewards, None), "policy": pair(logp), "advantages": (advantages, None),
+            "ratio": pair(step.ratio), "clipped": pair(step.surrogate), "divergence": pair(step.kl),
+            "aggregate": pair(objective), "neg@RecordedGRPO#0": pair(loss), "output": pair(loss)}
+
+
+def _loss(step: TokenStep, mask: torch.Tensor, record: StepRecord | None) -> torch.Tensor:
+    """The step's loss; a record whose framework divided its token sum by a global count
+    (TRL dapo/cispo's num_items_in_batch over a larger batch) is divided by that count instead."""
+    normalizer = record.config.token_normalizer if record is not None else None
+    if normalizer is None or record is None or record.config.loss_aggregation != "token_mean":
+        return step.loss
+    return -(step.per_token * mask).sum() / normalizer
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> float:
+    return float((x * mask).sum() / mask.sum().clamp(min=1))
+
+
+def _metrics(step: TokenStep, mask: torch.Tensor, c: Conventions, entropy: list, width: int, loss: float) -> dict:
+    """TRL's names and reductions (`global_masked_mean`): token means over the batch's tokens,
+    except clip flags at sequence level, which TRL averages over sequences."""
+    seq = c.importance_sampling_level == "sequence"
+
+    def mean(flags: torch.Tensor) -> float:
+        if seq:  # TRL's flags are (B, 1) here, one per sequence: the share of sequences
+            return float((flags.double() * mask).amax(-1).mean())
+        return _masked_mean(flags.double(), mask)
+
+    out = {"loss": loss}
+    if c.policy_loss == "cispo":
+        out["cispo_clip_ratio"] = mean(step.clip_high)
+    else:
+        low, high = step.clip_low, step.clip_high
+        out["clip_ratio/low_mean"] = mean(low)
+        out["clip_ratio/high_mean"] = mean(high)
+        out["clip_ratio/region_mean"] = mean(low | high)
+        per_seq_low = (low.double() * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        per_seq_high = (high.double() * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        out["clip_ratio/low_min"] = float(per_seq_low.min())
+        out["clip_ratio/high_max"] = float(per_seq_high.max())
+    if c.beta != 0:
+        out["kl"] = _masked_mean(step.kl_term.detach(), mask)
+    if all(e is not None for e in entropy):
+        out["entropy"] = _masked_mean(_padded(entropy, width), mask)
+    return out
+
+
+def _one(gi: int, ci: int, row: int, n: int, advantage: float, logp: torch.Tensor, mask: torch.Tensor,
+         step: TokenStep, weights: torch.Tensor, per_token: torch.Tensor) -> CompletionResult:
+    def take(x: torch.Tensor) -> np.ndarray:
+        return x[row, :n].detach().numpy().copy()
+
+    assert logp.grad is not None
+    return CompletionResult(gi, ci, row, float(advantage), take(logp), take(mask), take(step.ratio),
+                            take(step.surrogate), take(step.kl), take(per_token), take(weights.abs()),
+                            take(logp.grad), take(step.is_weight), take(step.clip_low), take(step.clip_high))
