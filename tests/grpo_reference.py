@@ -64,6 +64,16 @@ def clipped_surrogate(ratio, adv, clip_eps, *, clip_high=None, dual_clip=None):
     return value
 
 
+def cispo_terms(ratio, adv, logp, cap, frozen=None):
+    """CISPO (MiniMax-M1; TRL loss_type="cispo"): value sg(min(ρ, cap))·A·log π. The capped ratio is a
+    constant: d value / d ρ = 0, d value / d log π = min(ρ, cap)·A. `frozen` replaces min(ρ, cap) (a
+    finite difference must hold the stopped gradient constant). Returns (value, d value / d ratio,
+    clip_active (ρ > cap and A > 0, as TRL logs it), dual_clip_hit (never), below (never), above cap)."""
+    weight = min(ratio, cap) if frozen is None else frozen
+    above = ratio > cap
+    return weight * adv * logp, 0.0, above and adv > 0, False, False, above
+
+
 def surrogate_terms(ratio, adv, clip_eps, clip_high=None, dual_clip=None):
     """(value, d value / d ratio, clip_active, dual_clip_hit, below band, above band)."""
     high = clip_eps if clip_high is None else clip_high
@@ -124,8 +134,10 @@ def aggregation_weights(lengths, mode="sample_mean", max_length=1):
 def grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps=0.2, beta=0.04, adv_eps=1e-4, *,
               advantage_std="population", clip_high=None, dual_clip=None, kl_estimator="k3",
               kl_placement="loss", kl_bias_correction=False, log_ratio_clamp=None, kl_clamp=None,
-              loss_aggregation="sample_mean", max_length=1):
-    """Returns (loss, per-sample dicts) for one-token completions.
+              loss_aggregation="sample_mean", max_length=1, policy_loss="clip", cispo_frozen=None):
+    """Returns (loss, per-sample dicts) for one-token completions (where a sequence-level ratio is the
+    token's, and no IS correction applies: the toy has no rollout engine). policy_loss="cispo": see
+    cispo_terms; `cispo_frozen` the capped ratios to hold constant.
 
     kl_placement="reward": r'_i = r_i - β·KL(π_old, π_ref) feeds the advantages and the loss has no
     KL term; "loss": the loss has β·KL(π, π_ref), times ρ with kl_bias_correction (TRL).
@@ -144,13 +156,19 @@ def grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps=0.2, beta=0.04, adv_ep
     adv = advantages(rewards_used, adv_eps, std_kind=advantage_std)
     weights = aggregation_weights([1] * len(rewards), loss_aggregation, max_length)
     rows = []
-    for lp, lo, a, r_used, w, kl in zip(logp, logp_old, adv, rewards_used, weights, kls, strict=True):
+    frozen = [None] * len(logp) if cispo_frozen is None else cispo_frozen
+    for lp, lo, a, r_used, w, kl, fz in zip(logp, logp_old, adv, rewards_used, weights, kls, frozen, strict=True):
         log_ratio = lp - lo
         ratio_clamped = log_ratio_clamp is not None and abs(log_ratio) > log_ratio_clamp
         if ratio_clamped:
             log_ratio = clip(log_ratio, -log_ratio_clamp, log_ratio_clamp)
         ratio = math.exp(log_ratio)
-        value, slope, clip_active, dual_hit, below, above = surrogate_terms(ratio, a, clip_eps, clip_high, dual_clip)
+        if policy_loss == "cispo":
+            value, slope, clip_active, dual_hit, below, above = cispo_terms(
+                ratio, a, lp, clip_eps if clip_high is None else clip_high, fz)
+        else:
+            value, slope, clip_active, dual_hit, below, above = surrogate_terms(ratio, a, clip_eps, clip_high,
+                                                                                dual_clip)
         divergence, delta_hit, kl_hit, raw_delta, raw_kl = kl
         if kl_placement == "reward":
             kl_term, kl_used = 0.0, divergence
@@ -167,6 +185,7 @@ def grpo_loss(logp, logp_old, logp_ref, rewards, clip_eps=0.2, beta=0.04, adv_ep
             "clip_active": clip_active, "dual_clip_hit": dual_hit, "ratio_clamped": ratio_clamped,
             "kl_log_ratio_clamped": delta_hit, "kl_clamped": kl_hit,
             "d_objective_d_ratio": slope_total, "kl_unclamped": raw_kl,
+            "cispo_weight": min(ratio, clip_eps if clip_high is None else clip_high) if fz is None else fz,
             # Which side of every kink this sample sits on: a finite difference is only valid
             # where none of these changes within its step.
             "branches": (below, above, dual_hit, ratio_clamped, ratio_clamped and lp > lo,
@@ -206,27 +225,62 @@ def conventions_kwargs(conventions):
         "kl_estimator": c["kl_estimator"], "kl_placement": c["kl_placement"],
         "kl_bias_correction": c["kl_bias_correction"], "log_ratio_clamp": c["log_ratio_clamp"],
         "kl_clamp": c["kl_clamp"], "loss_aggregation": c["loss_aggregation"], "max_length": c["max_length"],
+        "policy_loss": c.get("policy_loss", "clip"),
     }
 
 
-def token_loss(rows, rewards, c):
+def is_weight(diffs, mode, clip_min, clip_max):
+    """TRL's vLLM IS correction of one completion from its tokens' log π_old − log π_sampling: one weight
+    per token (token_*) or exp of their sum (sequence_*), truncated to [clip_min, clip_max] or 0 outside."""
+    ratios = [math.exp(math.fsum(diffs))] * len(diffs) if mode.startswith("sequence") else [math.exp(d) for d in diffs]
+    low = -math.inf if clip_min is None else clip_min
+    high = math.inf if clip_max is None else clip_max
+    if mode.endswith("truncate"):
+        return [clip(w, low, high) for w in ratios]
+    return [0.0 if (w < low or w > high) else w for w in ratios]
+
+
+def token_loss(rows, rewards, c, *, sampling=None, advantages_given=None, cispo_frozen=None):
     """The token-level loss (issue 13): rows[i] = [(log π, log π_old, log π_ref) per token of
-    completion i], rewards[i], c a dict of every convention. -Σ_i Σ_t w_i (L_it − β K_it)."""
+    completion i], rewards[i], c a dict of every convention. -Σ_i Σ_t w_i (L_it·v_it − β K_it).
+
+    importance_sampling_level=sequence (GSPO): ρ_i = exp(mean_t (log π − log π_old)), on every token of
+    completion i. policy_loss=cispo: L_it = sg(min(ρ, ε_high))·A_i·log π_it (`cispo_frozen[i][t]`
+    replaces min(ρ, ε_high), for finite differences). v_it: the IS correction's weight from
+    `sampling[i][t]` = log π_sampling (1 without a correction or without sampling log-probs).
+    `advantages_given`: the A_i to use instead of the rewards'."""
     kl_bound, ratio_bound = c["kl_clamp"], c["log_ratio_clamp"]
+    level, policy, mode = (c.get("importance_sampling_level", "token"), c.get("policy_loss", "clip"),
+                           c.get("is_correction", "none"))
 
     def kl(lp, lr):
         return kl_estimate(lp, lr, c["kl_estimator"], log_ratio_clamp=ratio_bound, kl_clamp=kl_bound)[0]
 
     if c["kl_placement"] == "reward":
         rewards = [r - c["beta"] * sum(kl(lo, lr) for _, lo, lr in row) for r, row in zip(rewards, rows, strict=True)]
-    adv = advantages(rewards, c["advantage_epsilon"], std_kind=c["advantage_std"])
+    adv = (list(advantages_given) if advantages_given is not None
+           else advantages(rewards, c["advantage_epsilon"], std_kind=c["advantage_std"]))
     weights = aggregation_weights([len(r) for r in rows], c["loss_aggregation"], c["max_length"])
-    total = 0.0
-    for row, a, w in zip(rows, adv, weights, strict=True):
-        for lp, lo, lr in row:
-            log_ratio = lp - lo if ratio_bound is None else clip(lp - lo, -ratio_bound, ratio_bound)
+    total = []
+    for i, (row, a, w) in enumerate(zip(rows, adv, weights, strict=True)):
+        if level == "sequence":
+            log_ratios = [math.fsum(lp - lo for lp, lo, _ in row) / len(row)] * len(row)
+        else:
+            log_ratios = [lp - lo for lp, lo, _ in row]
+        if mode != "none" and sampling is not None:
+            v = is_weight([lo - ls for (_, lo, _), ls in zip(row, sampling[i], strict=True)], mode,
+                          c.get("is_clip_min"), c.get("is_clip_max"))
+        else:
+            v = [1.0] * len(row)
+        for t, ((lp, _lo, lr), log_ratio) in enumerate(zip(row, log_ratios, strict=True)):
+            if ratio_bound is not None:
+                log_ratio = clip(log_ratio, -ratio_bound, ratio_bound)
             rho = math.exp(log_ratio)
-            value = surrogate_terms(rho, a, c["clip_epsilon"], c["clip_epsilon_high"], c["dual_clip"])[0]
+            if policy == "cispo":
+                value = cispo_terms(rho, a, lp, c["clip_epsilon_high"],
+                                    None if cispo_frozen is None else cispo_frozen[i][t])[0]
+            else:
+                value = surrogate_terms(rho, a, c["clip_epsilon"], c["clip_epsilon_high"], c["dual_clip"])[0]
             k = 0.0 if c["kl_placement"] == "reward" else kl(lp, lr) * (rho if c["kl_bias_correction"] else 1.0)
-            total += w * (value - c["beta"] * k)
-    return -total
+            total.append(w * (value * v[t] - c["beta"] * k))
+    return -math.fsum(total)

@@ -9,6 +9,7 @@ import math
 
 import grpo_reference as ref
 import pytest
+import torch
 from hypothesis import HealthCheck, assume, example, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
 from app.engine.grpo.presets import PRESET_NAMES, PRESETS
+from app.engine.grpo.token_step import token_grpo_step
 from app.kinds.toy.domain.toy_task import TOY_PROMPTS
 from app.kinds.toy.engine.compare import compare_step, grad_change
 from app.kinds.toy.engine.grpo_step import TrainingDiverged, run_grpo_step
@@ -28,26 +30,40 @@ FD_REL = 1e-6  # parameter gradients vs central finite differences
 FD_NOISE = 1e-9
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-OPTIONAL = ("dual_clip", "log_ratio_clamp", "kl_clamp")
+OPTIONAL = ("dual_clip", "log_ratio_clamp", "kl_clamp")  # verl's numbers, which "none" turns off
+OPTIONAL_IS = ("is_clip_min", "is_clip_max")  # the IS correction's bounds, "none" turns them off too
+# the 2026 conventions (issue 23), as every preset but gspo and cispo leaves them
+OFF_2026 = dict(policy_loss="clip", importance_sampling_level="token", is_correction="none", is_clip_min=None,
+                is_clip_max=3.0)
 
 # What each preset must fill, transcribed from the sources named in app/engine/presets.py.
 EXPECTED_PRESETS = {
     "deepseekmath": dict(advantage_std="population", advantage_epsilon=1e-4, clip_epsilon=0.2,
                          clip_epsilon_high=0.2, dual_clip=None, beta=0.04, kl_estimator="k3",
                          kl_placement="loss", kl_bias_correction=False, log_ratio_clamp=None, kl_clamp=None,
-                         loss_aggregation="sample_mean", max_length=1),
+                         loss_aggregation="sample_mean", max_length=1, **OFF_2026),
     "trl": dict(advantage_std="sample", advantage_epsilon=1e-4, clip_epsilon=0.2, clip_epsilon_high=0.2,
                 dual_clip=None, beta=0.0, kl_estimator="k3", kl_placement="loss", kl_bias_correction=True,
-                log_ratio_clamp=None, kl_clamp=None, loss_aggregation="token_mean", max_length=1),
+                log_ratio_clamp=None, kl_clamp=None, loss_aggregation="token_mean", max_length=1, **OFF_2026),
     "verl": dict(advantage_std="sample", advantage_epsilon=1e-6, clip_epsilon=0.2, clip_epsilon_high=0.2,
                  dual_clip=3.0, beta=0.001, kl_estimator="k3", kl_placement="loss", kl_bias_correction=False,
-                 log_ratio_clamp=20.0, kl_clamp=10.0, loss_aggregation="token_mean", max_length=1),
+                 log_ratio_clamp=20.0, kl_clamp=10.0, loss_aggregation="token_mean", max_length=1, **OFF_2026),
     "dr_grpo": dict(advantage_std="none", advantage_epsilon=1e-4, clip_epsilon=0.2, clip_epsilon_high=0.2,
                     dual_clip=None, beta=0.0, kl_estimator="k3", kl_placement="loss", kl_bias_correction=False,
-                    log_ratio_clamp=None, kl_clamp=None, loss_aggregation="token_sum_norm", max_length=1),
+                    log_ratio_clamp=None, kl_clamp=None, loss_aggregation="token_sum_norm", max_length=1, **OFF_2026),
     "dapo": dict(advantage_std="sample", advantage_epsilon=1e-6, clip_epsilon=0.2, clip_epsilon_high=0.28,
                  dual_clip=10.0, beta=0.0, kl_estimator="k3", kl_placement="loss", kl_bias_correction=False,
-                 log_ratio_clamp=20.0, kl_clamp=None, loss_aggregation="token_mean", max_length=1),
+                 log_ratio_clamp=20.0, kl_clamp=None, loss_aggregation="token_mean", max_length=1, **OFF_2026),
+    # TRL 1.16 docs/source/paper_index.md, GSPO: sequence level, loss_type grpo, beta 0, epsilon 3e-4 / 4e-4
+    "gspo": dict(advantage_std="sample", advantage_epsilon=1e-4, clip_epsilon=3e-4, clip_epsilon_high=4e-4,
+                 dual_clip=None, beta=0.0, kl_estimator="k3", kl_placement="loss", kl_bias_correction=True,
+                 log_ratio_clamp=None, kl_clamp=None, loss_aggregation="sample_mean", max_length=1,
+                 **{**OFF_2026, "importance_sampling_level": "sequence"}),
+    # TRL 1.16 grpo_config.py: loss_type="cispo" (token mean), epsilon_high 5.0 recommended
+    "cispo": dict(advantage_std="sample", advantage_epsilon=1e-4, clip_epsilon=0.2, clip_epsilon_high=5.0,
+                  dual_clip=None, beta=0.0, kl_estimator="k3", kl_placement="loss", kl_bias_correction=True,
+                  log_ratio_clamp=None, kl_clamp=None, loss_aggregation="token_mean", max_length=1,
+                  **{**OFF_2026, "policy_loss": "cispo"}),
 }
 
 
@@ -84,6 +100,11 @@ CONVENTION_VALUES = {
     "kl_clamp": _off_or(st.one_of(st.just(10.0), st.floats(1e-6, 0.01), st.floats(1e-4, 1))),
     "loss_aggregation": st.sampled_from(["sample_mean", "token_mean", "token_sum_norm"]),
     "max_length": st.one_of(st.just(1), st.integers(1, 4096)),
+    "policy_loss": st.sampled_from(["clip", "cispo"]),
+    "importance_sampling_level": st.sampled_from(["token", "sequence"]),
+    "is_correction": st.sampled_from(["none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]),
+    "is_clip_min": _off_or(st.floats(0, 1)),
+    "is_clip_max": _off_or(st.floats(1.01, 10)),
 }
 
 
@@ -93,6 +114,8 @@ def convention_fields(draw):
     fields = draw(st.fixed_dictionaries({}, optional=CONVENTION_VALUES))
     if fields.get("kl_placement") == "reward":
         fields["kl_bias_correction"] = False  # the one invalid pair (trl's preset turns it on)
+    if fields.get("is_clip_min") in (None, "none") and fields.get("is_clip_max") == "none":
+        fields["is_clip_min"] = 0.5  # a *_truncate correction needs one bound (TRL refuses none)
     if "max_length" not in fields and draw(st.booleans()):
         fields["max_length"] = draw(st.integers(2, 64))  # token_sum_norm's constant, more often than not
     return fields
@@ -172,7 +195,10 @@ def scales(samples, rows, kw):
             delta = ref.clip(delta, -kw["log_ratio_clamp"], kw["log_ratio_clamp"])
         kl = max(kl_operand_scale(delta, kw["kl_estimator"]), abs(row["divergence"]))
         kl_term = 0.0 if reward_kl else kl * (row["ratio"] if kw["kl_bias_correction"] else 1.0)
-        clipped = max(abs(row["clipped"]), max(row["ratio"], 1 + high, kw["dual_clip"] or 0.0) * a_scale)
+        if kw["policy_loss"] == "cispo":  # sg(min(ρ, ε_high))·A·log π
+            clipped = max(abs(row["clipped"]), min(row["ratio"], high) * a_scale * abs(s["logp"]))
+        else:
+            clipped = max(abs(row["clipped"]), max(row["ratio"], 1 + high, kw["dual_clip"] or 0.0) * a_scale)
         out.append({
             "reward_used": abs(s["reward"]) + beta * kl if reward_kl else abs(s["reward"]),
             "advantage": a_scale, "ratio": abs(row["ratio"]), "clipped": clipped,
@@ -225,7 +251,8 @@ def check_flags(got, want, kw, a_scale, kl_scale):
     ratio = want["ratio"]
     low, high, c = 1 - kw["clip_eps"], 1 + kw["clip_high"], kw["dual_clip"]
     on_edge = [abs(ratio - low) <= REL * ratio, abs(ratio - high) <= REL * ratio,
-               c is not None and abs(ratio - c) <= REL * ratio]
+               c is not None and abs(ratio - c) <= REL * ratio,
+               abs(ratio - kw["clip_high"]) <= REL * ratio]  # cispo's cap
     if any(on_edge):
         assume(False)
     for key in ("ratio_clamped", "kl_log_ratio_clamped"):
@@ -251,7 +278,11 @@ def check_nodes(run, kw):
     w = column(s, "weight")
     assert nodes["sub@ToyGRPO#0"].grad == pytest.approx([-v for v in w], rel=REL)
     assert nodes["clipped"].grad == pytest.approx([-v for v in w], rel=REL)
-    assert nodes["ratio"].grad == column(s, "ratio_grad")
+    if nodes["ratio"].grad is None:  # cispo without KL x rho: rho is only a stopped weight
+        assert kw["policy_loss"] == "cispo" and "stop-gradient" in nodes["ratio"].no_grad_reason
+        assert column(s, "ratio_grad") == [0.0] * len(s)
+    else:
+        assert nodes["ratio"].grad == column(s, "ratio_grad")
     if kw["kl_placement"] == "reward":
         assert nodes["divergence"].grad is None and nodes["divergence"].no_grad_reason
     else:
@@ -279,6 +310,8 @@ def check_parameter_gradients(run, conventions):
         return ref.policy_rows(w, b, *args, **kw)
 
     base_loss, base_rows = ref.policy_rows(weight, bias, *args, **kw)
+    if kw["policy_loss"] == "cispo":  # the capped ratio is a constant (stop-gradient): hold it in the differences
+        kw = {**kw, "cispo_frozen": [row["cispo_weight"] for row in base_rows]}
     branches = [row["branches"] for row in base_rows]
     coords = [(i, j) for i in range(len(weight)) for j in range(len(x))] + [(i, None) for i in range(len(bias))]
     numeric, analytic, truncation = [], [], []
@@ -295,7 +328,7 @@ def check_parameter_gradients(run, conventions):
         grads = run.parameter_grads["policy.logits." + ("bias" if j is None else "weight")]["grad"]
         analytic.append(grads[i] if j is None else grads[i][j])
     _, rows, _ = reference(s, conventions)
-    size = scales(s, rows, kw)
+    size = scales(s, rows, {k: v for k, v in kw.items() if k != "cispo_frozen"})
     x_scale = 2 * (1 + sum(map(abs, x)))  # |d logp / d parameter| <= 2|x_j| (1 for the bias)
     loss_terms = math.fsum(r["weight"] * sc["objective"] for r, sc in zip(base_rows, size, strict=True))
     # The advantages' own rounding (see scales) moves each d logp term by up to REL·scale(A)·ρ.
@@ -396,15 +429,16 @@ def test_explicit_fields_override_the_preset(fields, explicit_none):
         given_value = fields.get(name)
         if name not in fields:
             want = preset[name]
-        elif name in OPTIONAL and given_value in (None, "none"):
+        elif name in OPTIONAL + OPTIONAL_IS and given_value in (None, "none"):
             want = None
         else:
             want = given_value
         assert getattr(c, name) == want, name
     if "clip_epsilon_high" in fields:
         assert c.clip_epsilon_high == fields["clip_epsilon_high"]
-    elif fields.get("preset") == "dapo":
-        assert c.clip_epsilon_high == 0.28  # DAPO's clip-higher is named, so it does not follow
+    elif fields.get("preset") in ("dapo", "gspo", "cispo"):
+        # DAPO's clip-higher, GSPO's 4e-4 and CISPO's cap are named, so they do not follow
+        assert c.clip_epsilon_high == PRESETS[fields["preset"]]["clip_epsilon_high"]
     else:
         assert c.clip_epsilon_high == c.clip_epsilon  # follows e_low, given or not
 
@@ -691,3 +725,247 @@ def test_grad_change_of_known_vectors():
     assert grad_change(None, [1.0]).relative is None  # nothing on side A: unbounded
     assert grad_change(None, None) is None
     assert grad_change(2.0, 1.0).relative == 0.5
+
+
+# ------------------------------------------------------------- the 2026 conventions on ragged tokens (issue 23)
+# GSPO's sequence-level ratio, CISPO, TRL's vLLM importance-sampling correction: token_grpo_step against
+# plain-Python float64 hand computations (tests/grpo_reference.py token_loss), values and d loss / d logp
+# per token (finite differences of the reference, the CISPO cap held constant as its stop-gradient says).
+
+# completion i: [(log π, log π_old, log π_ref, log π_sampling)] per token; 1, 3, 5 and 2 tokens
+RAGGED = [
+    [(-0.9, -1.2, -1.0, -1.1)],
+    [(-0.3, -0.5, -0.4, -2.2), (-2.0, -1.7, -1.9, -1.6), (-0.7, -1.1, -0.8, -1.0)],
+    [(-1.5, -1.1, -1.3, -0.1), (-0.2, -0.6, -0.3, -0.5), (-1.0, -1.0, -1.1, -1.3), (-2.4, -2.0, -2.1, -2.6),
+     (-0.4, -0.3, -0.5, -0.2)],
+    [(-1.3, -0.9, -1.2, -1.0), (-0.6, -0.8, -0.5, -0.1)],
+]
+RAGGED_REWARDS = [1.0, 0.0, 1.0, 0.0]
+IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def ragged_tensors(rows=RAGGED):
+    g, t = len(rows), max(len(r) for r in rows)
+    out = torch.zeros(4, g, t, dtype=torch.float64)
+    mask = torch.zeros(g, t, dtype=torch.float64)
+    for i, row in enumerate(rows):
+        for j, quad in enumerate(row):
+            out[:, i, j] = torch.tensor(quad, dtype=torch.float64)
+            mask[i, j] = 1.0
+    return out[0].clone().requires_grad_(True), out[1], out[2], out[3], mask
+
+
+def hand_loss(c: Conventions, rows=RAGGED, *, frozen=None, advantages=None):
+    triples = [[q[:3] for q in row] for row in rows]
+    sampling = [[q[3] for q in row] for row in rows]
+    return ref.token_loss(triples, RAGGED_REWARDS, c.model_dump(), sampling=sampling, advantages_given=advantages,
+                          cispo_frozen=frozen)
+
+
+def hand_caps(c: Conventions, rows=RAGGED):
+    """min(ρ, ε_high) per token: what CISPO's stop-gradient freezes."""
+    caps = []
+    for row in rows:
+        if c.importance_sampling_level == "sequence":
+            rho = [math.exp(math.fsum(q[0] - q[1] for q in row) / len(row))] * len(row)
+        else:
+            rho = [math.exp(q[0] - q[1]) for q in row]
+        caps.append([min(r, c.clip_epsilon_high) for r in rho])
+    return caps
+
+
+def hand_gradient(c: Conventions, rows=RAGGED, h=1e-6, advantages=None):
+    frozen = hand_caps(c, rows) if c.policy_loss == "cispo" else None
+    grads = []
+    for i, row in enumerate(rows):
+        for t in range(len(row)):
+            moved = []
+            for delta in (h, -h):
+                shifted = [list(map(list, r)) for r in rows]
+                shifted[i][t][0] += delta
+                moved.append(hand_loss(c, [[tuple(q) for q in r] for r in shifted], frozen=frozen,
+                                       advantages=advantages))
+            grads.append(((i, t), (moved[0] - moved[1]) / (2 * h)))
+    return grads
+
+
+def app_step(c: Conventions, *, sampling=True, advantages=None):
+    logp, logp_old, logp_ref, logp_sampling, mask = ragged_tensors()
+    step = token_grpo_step(logp, logp_old, logp_ref, torch.tensor(RAGGED_REWARDS, dtype=torch.float64), mask, c,
+                           logp_sampling=logp_sampling if sampling else None, advantages=advantages)
+    step.loss.backward()
+    return step, logp.grad
+
+
+NEW_CONVENTIONS = [
+    dict(preset="gspo"), dict(preset="gspo", clip_epsilon=0.2), dict(preset="gspo", beta=0.04),
+    dict(preset="trl", importance_sampling_level="sequence", beta=0.04, clip_epsilon=0.1),
+    dict(preset="verl", importance_sampling_level="sequence", loss_aggregation="token_sum_norm", max_length=6),
+    dict(preset="cispo"), dict(preset="cispo", clip_epsilon_high=1.2, beta=0.04),
+    dict(preset="cispo", clip_epsilon_high=1.2, importance_sampling_level="sequence", loss_aggregation="sample_mean"),
+    dict(preset="deepseekmath", policy_loss="cispo", clip_epsilon_high=1.3),
+    *(dict(preset="trl", is_correction=m) for m in IS_MODES),
+    *(dict(preset="trl", is_correction=m, is_clip_min=0.8, is_clip_max=1.5, beta=0.04) for m in IS_MODES),
+    *(dict(preset="cispo", clip_epsilon_high=1.2, is_correction=m, is_clip_max=1.5) for m in IS_MODES),
+    dict(preset="gspo", clip_epsilon=0.2, is_correction="sequence_mask", is_clip_min=0.5, is_clip_max="none"),
+]
+
+
+@pytest.mark.parametrize("fields", NEW_CONVENTIONS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()))
+def test_new_conventions_match_hand_computation(fields):
+    c = Conventions(**fields)
+    step, grad = app_step(c)
+    want = hand_loss(c)
+    assert math.isclose(float(step.loss.detach()), want, rel_tol=1e-12, abs_tol=1e-14), (float(step.loss.detach()), want)
+    for (i, t), g in hand_gradient(c):
+        assert math.isclose(float(grad[i, t]), g, rel_tol=1e-6, abs_tol=1e-9), ((i, t), float(grad[i, t]), g)
+    assert float(grad[0, 1:].abs().sum()) == 0.0 and float(grad[3, 2:].abs().sum()) == 0.0  # padding
+
+
+def test_gspo_ratio_is_the_geometric_mean_per_completion():
+    c = Conventions(preset="gspo", clip_epsilon=0.5, clip_epsilon_high=0.5)  # a band wide enough: nothing clips
+    step, grad = app_step(c)
+    g = len(RAGGED)
+    for i, row in enumerate(RAGGED):
+        rho = math.exp(math.fsum(q[0] - q[1] for q in row) / len(row))  # (π/π_old)^(1/|o|)
+        assert step.ratio[i, :len(row)].tolist() == pytest.approx([rho] * len(row), rel=1e-14)
+        a = float(step.advantages[i])
+        # loss = −(1/G) Σ_i ρ_i A_i (sample_mean of a value shared by the tokens): d/d logp_it = −A_i ρ_i / (G |o_i|)
+        assert grad[i, :len(row)].tolist() == pytest.approx([-a * rho / (g * len(row))] * len(row), rel=1e-12)
+    assert not step.clip_active.any()
+
+
+def test_cispo_gradient_is_the_capped_ratio_times_the_advantage():
+    c = Conventions(preset="cispo", clip_epsilon_high=1.2)
+    step, grad = app_step(c)
+    total = sum(len(r) for r in RAGGED)
+    for i, row in enumerate(RAGGED):
+        a = float(step.advantages[i])
+        for t, q in enumerate(row):
+            rho = math.exp(q[0] - q[1])
+            assert float(grad[i, t]) == pytest.approx(-min(rho, 1.2) * a / total, rel=1e-12)  # token mean, β 0
+            assert bool(step.clip_high[i, t]) == (rho > 1.2 and a > 0)  # TRL's cispo_clip_ratio
+            assert float(step.surrogate[i, t].detach()) == pytest.approx(min(rho, 1.2) * a * q[0], rel=1e-12)
+    assert step.clip_high.any() and not step.clip_low.any() and not step.dual_clip_hit.any()
+    assert torch.equal(step.clip_active, step.clip_high)
+
+
+def test_clip_flags_are_trls_low_and_high():
+    c = Conventions(preset="trl", clip_epsilon=0.1, clip_epsilon_high=0.15)
+    step, _ = app_step(c)
+    for i, row in enumerate(RAGGED):
+        a = float(step.advantages[i])
+        for t, q in enumerate(row):
+            rho = math.exp(q[0] - q[1])
+            assert bool(step.clip_low[i, t]) == (rho < 0.9 and a < 0)
+            assert bool(step.clip_high[i, t]) == (rho > 1.15 and a > 0)
+    assert step.clip_low.any() and step.clip_high.any()
+    assert torch.equal(step.clip_active, step.clip_low | step.clip_high)
+
+
+@pytest.mark.parametrize("mode", IS_MODES)
+def test_is_weights_by_hand(mode):
+    c = Conventions(preset="trl", is_correction=mode, is_clip_min=0.8, is_clip_max=1.5)
+    step, _ = app_step(c)
+    hits = []
+    for i, row in enumerate(RAGGED):
+        diffs = [q[1] - q[3] for q in row]
+        ratios = [math.exp(math.fsum(diffs))] * len(row) if mode.startswith("sequence") else [math.exp(d) for d in diffs]
+        for t, r in enumerate(ratios):
+            outside = r < 0.8 or r > 1.5
+            want = min(max(r, 0.8), 1.5) if mode.endswith("truncate") else (0.0 if outside else r)
+            assert float(step.is_weight[i, t]) == pytest.approx(want, rel=1e-14)
+            assert bool(step.is_bound_hit[i, t]) == outside
+            hits.append((r < 0.8, r > 1.5))
+    assert any(lo for lo, _ in hits) and any(hi for _, hi in hits)  # both bounds bind somewhere
+    assert float(step.is_weight[0, 1:].abs().sum()) == 0.0 and step.is_correction_skipped is None
+
+
+def test_is_correction_without_sampling_logps_is_weight_one_and_says_so():
+    c = Conventions(preset="trl", is_correction="token_truncate")
+    step, grad = app_step(c, sampling=False)
+    plain, plain_grad = app_step(Conventions(preset="trl"))
+    _, _, _, _, mask = ragged_tensors()
+    assert torch.equal(step.is_weight, mask) and not step.is_bound_hit.any()
+    assert "logp_sampling" in step.is_correction_skipped
+    assert float(step.loss.detach()) == float(plain.loss.detach()) and torch.equal(grad, plain_grad)
+    assert plain.is_correction_skipped is None and torch.equal(plain.is_weight, mask)
+
+
+def test_given_advantages_replace_the_rewards():
+    c = Conventions(preset="trl", beta=0.04)
+    given_a = torch.tensor([0.7, -1.3, 0.2, 0.4], dtype=torch.float64)
+    step, grad = app_step(c, advantages=given_a)
+    assert torch.equal(step.advantages, given_a)
+    assert math.isclose(float(step.loss.detach()), hand_loss(c, advantages=given_a.tolist()), rel_tol=1e-12)
+    for (i, t), g in hand_gradient(c, advantages=given_a.tolist()):
+        assert math.isclose(float(grad[i, t]), g, rel_tol=1e-6, abs_tol=1e-9)
+
+
+SWAPS = [  # (a convention, the one it must not be mistaken for)
+    (dict(preset="trl", importance_sampling_level="sequence"), dict(preset="trl")),
+    (dict(preset="gspo", clip_epsilon=0.2), dict(preset="gspo", clip_epsilon=0.2, importance_sampling_level="token")),
+    (dict(preset="cispo", clip_epsilon_high=1.2), dict(preset="trl", clip_epsilon_high=0.2)),
+    (dict(preset="cispo", clip_epsilon_high=1.2), dict(preset="cispo", clip_epsilon_high=2.2)),
+    *((dict(preset="trl", is_correction=m), dict(preset="trl")) for m in IS_MODES),
+    (dict(preset="trl", is_correction="token_truncate"), dict(preset="trl", is_correction="token_mask")),
+    (dict(preset="trl", is_correction="sequence_truncate"), dict(preset="trl", is_correction="sequence_mask")),
+    (dict(preset="trl", is_correction="token_mask"), dict(preset="trl", is_correction="sequence_mask")),
+]
+
+
+@pytest.mark.parametrize(("fields", "other"), SWAPS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()))
+def test_each_new_convention_changes_the_numbers(fields, other):
+    """Swapping a new convention for its neighbour changes the loss or the per-token gradient far beyond
+    rounding, so a test comparing numbers would catch the swap."""
+    step, grad = app_step(Conventions(**fields))
+    step_b, grad_b = app_step(Conventions(**other))
+    assert abs(float(step.loss.detach()) - float(step_b.loss.detach())) > 1e-4 or float((grad - grad_b).abs().max()) > 1e-4
+
+
+def test_new_conventions_keep_the_tiny_lm_modules_equal_to_token_grpo_step():
+    """TinyLMGRPO composes the head's modules; token_grpo_step the functions: the same numbers."""
+    from app.kinds.tiny_lm.engine.tiny_lm_grpo import TinyLMGRPO
+    for fields in NEW_CONVENTIONS:
+        c = Conventions(**fields)
+        model = TinyLMGRPO(c)
+        logp, logp_old, logp_ref, _, mask = ragged_tensors()
+        ratio = model.ratio(logp, logp_old, *((mask,) if c.importance_sampling_level == "sequence" else ())) * mask
+        adv = model.advantages(torch.tensor(RAGGED_REWARDS, dtype=torch.float64))
+        surrogate = model.clipped(ratio, adv.unsqueeze(-1) * mask, *((logp,) if c.policy_loss == "cispo" else ()))
+        step = token_grpo_step(logp, logp_old, logp_ref, torch.tensor(RAGGED_REWARDS, dtype=torch.float64), mask, c)
+        assert torch.equal(ratio, step.ratio) and torch.equal(surrogate * mask, step.surrogate)
+
+
+@pytest.mark.parametrize("mode", IS_MODES)
+def test_the_toy_accepts_the_new_conventions(mode):
+    """The toy's one-token step: sequence level is token level, cispo applies, and an IS correction has
+    no rollout engine to correct for (weight 1, said in the history)."""
+    base = uncached(GRPOParams(preset="trl", beta=0.04))
+    seq = uncached(GRPOParams(preset="trl", beta=0.04, importance_sampling_level="sequence"))
+    assert seq.samples == base.samples and seq.loss == base.loss
+    corrected = uncached(GRPOParams(preset="trl", beta=0.04, is_correction=mode))
+    assert corrected.samples == base.samples and "logp_sampling" in corrected.history["is_correction"]
+    cispo = uncached(GRPOParams(preset="trl", beta=0.04, policy_loss="cispo", clip_epsilon_high=1.1))
+    assert cispo.loss != base.loss
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"is_correction": "token_truncate", "is_clip_max": "none"}, "is_clip_max"),
+    ({"is_clip_min": 3.0, "is_clip_max": 2.0}, "is_clip_max"), ({"is_clip_min": 2.0, "is_clip_max": 2.0}, "is_clip_max"),
+    ({"is_clip_min": -0.1}, "is_clip_min"), ({"is_clip_max": 0}, "is_clip_max"),
+    ({"is_correction": "vllm"}, "is_correction"), ({"policy_loss": "gspo"}, "policy_loss"),
+    ({"importance_sampling_level": "sentence"}, "importance_sampling_level"),
+])
+def test_invalid_new_conventions_are_refused(bad, field):
+    with pytest.raises(ValidationError) as info:
+        Conventions(**bad)
+    assert field in {str(part) for error in info.value.errors() for part in error["loc"]}, info.value
+
+
+def test_new_fields_at_their_defaults_leave_urls_alone():
+    assert GRPOParams(policy_loss="clip", importance_sampling_level="token", is_correction="none",
+                      is_clip_max=3.0).url_overrides() == {}
+    assert GRPOParams(preset="gspo").url_overrides() == {"preset": "gspo"}
+    assert GRPOParams(is_clip_max="none").url_overrides() == {"is_clip_max": None}
+    assert GRPOParams(is_correction="token_mask", is_clip_max="none", is_clip_min=0.5).conventions().is_clip_max is None

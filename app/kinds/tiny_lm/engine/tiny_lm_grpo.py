@@ -85,8 +85,12 @@ class TinyLMGRPO(nn.Module):
             reward_used = rewards
             kl_term = kl
         advantages = self.advantages(reward_used)  # (G,)
-        ratio = self.ratio(logp, logp_old, mask) * mask  # (G, T)
-        surrogate = self.clipped(ratio, advantages.unsqueeze(-1) * mask, logp) * mask
+        # the mask reaches the ratio only per sequence (GSPO), log pi the surrogate only for cispo: the
+        # default graph (the shipped walkthrough's) keeps its edges
+        sequence = (mask,) if c.importance_sampling_level == "sequence" else ()
+        ratio = self.ratio(logp, logp_old, *sequence) * mask  # (G, T)
+        cispo = (logp,) if c.policy_loss == "cispo" else ()
+        surrogate = self.clipped(ratio, advantages.unsqueeze(-1) * mask, *cispo) * mask
         if c.kl_bias_correction and c.kl_placement == "loss":
             kl_term = kl * ratio
         per_token = (surrogate - c.beta * kl_term) * mask

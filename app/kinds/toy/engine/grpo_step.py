@@ -129,6 +129,8 @@ def step_result(params: GRPOParams, device: str, prompt, recorded: RecordedStep,
                       recorded.nodes, recorded.parameter_grads, history)
 
 
+CISPO_RATIO = ("cispo: the capped ratio min(rho, eps_high) is a constant weight (stop-gradient), so no gradient "
+               "flows back through rho; the gradient reaches log pi directly")
 KL_IN_REWARD = "in the reward: beta x this KL of pi_old is subtracted from r before the advantages (a constant)"
 
 
@@ -141,6 +143,11 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
     nodes = {node_id: node_record(node_id, t, NO_GRAD_REASON) for node_id, t in outputs.items()}
     if c.kl_placement == "reward":
         nodes["divergence"] = replace(nodes["divergence"], no_grad_reason=KL_IN_REWARD)
+    ratio_grad = outputs["ratio"].grad
+    if ratio_grad is None:  # cispo without KL x rho: rho reaches the loss only as a stopped weight
+        ratio_grad = torch.zeros_like(result["ratio"])
+        for node_id in ("ratio", "python@ratio#0"):
+            nodes[node_id] = replace(nodes[node_id], no_grad_reason=CISPO_RATIO)
     surrogate, kl = result["surrogate_flags"], result["kl_flags"]
     ratio = result["ratio"].detach()
     ratio_clamped = (torch.zeros_like(ratio, dtype=torch.bool) if c.log_ratio_clamp is None
@@ -155,7 +162,7 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
         "objective": result["per_sample"], "weight": result["weights"],
         "clip_active": surrogate.clip_active, "dual_clip_hit": surrogate.dual_clip_hit,
         "ratio_clamped": ratio_clamped, "kl_log_ratio_clamped": kl.log_ratio_clamped,
-        "kl_clamped": kl.kl_clamped, "ratio_grad": outputs["ratio"].grad,
+        "kl_clamped": kl.kl_clamped, "ratio_grad": ratio_grad,
     }
     size = len(actions)
     as_lists = {k: [None] * size if v is None else as_python(v) for k, v in columns.items()}

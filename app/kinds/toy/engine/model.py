@@ -105,7 +105,7 @@ class ToyGRPO(nn.Module):
         kl_estimate = self.divergence.last
         advantages = self.advantages(rewards_used)  # (G,)
         ratio = self.ratio(logp, logp_old)  # (G,)
-        surrogate = self.clipped(ratio, advantages, logp)  # (G,); cispo reads log pi
+        surrogate = self.clipped(ratio, advantages, *((logp,) if c.policy_loss == "cispo" else ()))  # (G,)
         if c.kl_bias_correction:  # TRL: k3 x rho, rho keeping its gradient
             kl_loss_term = kl_loss_term * ratio
         per_sample = torch.sub(surrogate, c.beta * kl_loss_term)  # (G,) sub@ToyGRPO#0
