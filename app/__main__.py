@@ -1,4 +1,5 @@
-"""`python -m app`: serve the walkthrough. Flags override environment variables."""
+"""`python -m app`: serve the walkthrough. Flags override environment variables.
+`python -m app open FILE [--serve]`: open a GRPO step record (app/open_file.py)."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["open"]:  # python -m app open FILE: a step record into the upload store
+        from app.open_file import main as open_file
+        return open_file(argv[1:])
     args = parse_args(argv)
     overrides = {k: v for k, v in {
         "host": args.host, "port": args.port, "walkthroughs_dir": args.walkthroughs,

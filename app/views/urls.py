@@ -77,6 +77,13 @@ class Urls:
     def compare(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
         return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/compare", query)
 
+    def record(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
+        """A recorded step's numbers (the step-record kind's API)."""
+        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/record", query)
+
+    def record_schema(self) -> str:
+        return "/api/schemas/step-record"
+
     def api_docs(self) -> str:
         return "/docs"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from app.domain.catalog import Reader
 from app.domain.snapshot import Snapshot
+from app.kinds.step_record.web.kind import KIND as STEP_RECORD
 from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
 from app.kinds.toy.web.kind import KIND as TOY
 from app.views import meaning
@@ -19,7 +20,7 @@ from app.web.rendering import add_template_dirs
 
 # The tiny LM first: its words for nodes (the GRPO head's templates, shared with the toy's) are the
 # more specific; the two engines' matchers are exact, so their order does not matter.
-KINDS: tuple[Kind, ...] = (TINY_LM, TOY)
+KINDS: tuple[Kind, ...] = (TINY_LM, TOY, STEP_RECORD)
 
 # Every known kind's words for nodes, once: they describe graphs shaped like a kind's model (an
 # upload that no engine of this app runs still reads in them), whichever kinds an app serves.

@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import urlsplit
 
@@ -16,6 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 from csp import csp_directives
 from paths import ROOT
+from step_record.records import make_record
 
 from app.web.schemas.errors import ValidationErrorBody
 
@@ -191,8 +193,13 @@ def test_known_names_are_the_documented_parameters(client, openapi):
     """Derived from each route's parameters (its dependencies' too), so they match the document."""
     operations = {(path, method) for path, ops in openapi["paths"].items() if path.startswith("/api") for method in ops}
     posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post")}
-    assert {(p, "get") for p in URLS} | posts == operations
-    for path, url in URLS.items():
+    # a recorded step's routes need a record: one is uploaded (tests/step_record/records.py)
+    upload = client.post("/api/walkthroughs", files={"file": ("r.json", json.dumps(make_record()), "application/json")})
+    record_id = upload.json()["id"]
+    urls = {**URLS, "/api/schemas/step-record": "/api/schemas/step-record",
+            "/api/walkthroughs/{walkthrough_id}/record": f"/api/walkthroughs/{record_id}/record"}
+    assert {(p, "get") for p in urls} | posts == operations
+    for path, url in urls.items():
         documented = sorted(p["name"] for p in openapi["paths"][path]["get"].get("parameters", []) if p["in"] == "query")
         message = refusal(client.get(url + "?zz_unknown=1"), "zz_unknown").detail[0].message
         listed = message.split("; known: ")[1]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.engine.grpo.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
 
-MAX_LENGTH = 4096
+MAX_LENGTH = 1 << 17  # 131,072: a recorded run's max_completion_length (8,192 and more are common)
 
 
 # Optional numbers a preset may set (verl's dual clip, clamps): "none" in a URL turns them off.

@@ -54,7 +54,7 @@ class Config(_Model):
     is_correction: Literal["none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"] = "none"
     is_clip_min: Annotated[float | None, Field(ge=0, allow_inf_nan=False)] = None
     is_clip_max: Annotated[float | None, Field(gt=0, allow_inf_nan=False)] = None
-    max_length: Annotated[int, Field(ge=1, le=1 << 20)] = 1
+    max_length: Annotated[int, Field(ge=1, le=1 << 17)] = 1
     gradient_accumulation_steps: Annotated[int, Field(ge=1, le=1 << 16)] = 1
 
 

@@ -1,0 +1,76 @@
+"""The record kind's part of a view, as URL state: which group, completion and token window are on
+screen, which number the token strip shows, and a "what if" convention to compare with.
+
+`?group=2&completion=5&at=1024&metric=ratio&preset=dr_grpo` reopens exactly that view. The what-if
+conventions are the shared Conventions fields (`preset` and any field), as on every kind's pages.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
+
+WINDOW = 256  # tokens of one completion on screen at a time: a 4,096-token answer is 16 windows
+METRICS = ("logprob", "advantage", "ratio", "kl", "weight", "grad", "entropy", "change")
+
+
+class BadRecordView(ValueError):
+    """A view value that does not exist (a group past the last one); the message names it."""
+
+
+@dataclass(frozen=True)
+class RecordQuery:
+    group: int = 0
+    completion: int = 0
+    at: int = 0  # the window's first token, a multiple of WINDOW
+    metric: str | None = None  # None: the step's own
+    what_if: dict | None = None  # the given Conventions fields (None: no comparison)
+
+    def query(self) -> dict[str, str]:
+        q: dict[str, str] = {}
+        if self.group:
+            q["group"] = str(self.group)
+        if self.completion:
+            q["completion"] = str(self.completion)
+        if self.at:
+            q["at"] = str(self.at)
+        if self.metric:
+            q["metric"] = self.metric
+        for name, value in (self.what_if or {}).items():
+            q[name] = "none" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        return q
+
+    def conventions(self) -> Conventions | None:
+        return None if self.what_if is None else Conventions(**self.what_if)
+
+
+def _index(raw: str | None, name: str, limit: int = 10**7) -> int:
+    if raw is None or raw.strip() == "":
+        return 0
+    raw = raw.strip()
+    if not raw.isdigit() or int(raw) > limit:
+        raise BadRecordView(f"{name} must be a whole number from 0, got {raw!r}")
+    return int(raw)
+
+
+def read_record_query(query: Mapping[str, str]) -> RecordQuery:
+    """The URL's values, checked for form only: whether a group exists is the screen's to say."""
+    metric = query.get("metric") or None
+    if metric is not None and metric not in METRICS:
+        raise BadRecordView(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    given = {k: v.strip() for k in CONVENTION_FIELDS if (v := query.get(k)) is not None and v.strip() != ""}
+    what_if = None
+    if given:
+        try:
+            Conventions(**given)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "conventions"
+            raise BadRecordView(f"{where}: {first['msg']}") from None
+        what_if = given
+    at = _index(query.get("at"), "at")
+    return RecordQuery(_index(query.get("group"), "group"), _index(query.get("completion"), "completion"),
+                       at - at % WINDOW, metric, what_if)

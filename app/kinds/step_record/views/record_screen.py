@@ -1,0 +1,190 @@
+"""A recorded step's screen: the shared graph screen plus the group, the token window under its
+overview strip, the checks against the framework's log, the diagnostics and the what-if.
+
+Built from URL state (record_query.py) and the engine's recomputation (engine/cache.py); the step
+decides the strip's number (story.STEP_METRIC) unless the URL names another.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from app.domain.snapshot import Snapshot
+from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES
+from app.kinds.step_record.domain.opening import run_title
+from app.kinds.step_record.domain.record import StepRecord
+from app.kinds.step_record.engine.cache import recomputed
+from app.kinds.step_record.engine.checks import Check, checks, likely_causes
+from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.record_conventions import record_conventions
+from app.kinds.step_record.views.conventions_words import conventions_words
+from app.kinds.step_record.views.diagnostics import Finding, diagnostics
+from app.kinds.step_record.views.node_view import NodeView, build_node_view
+from app.kinds.step_record.views.record_query import RecordQuery
+from app.kinds.step_record.views.story import STEP_METRIC, STORIES
+from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window
+from app.views.inspector import build_inspector
+from app.views.meaning import node_meaning
+from app.views.screen import Screen, build_graph
+from app.views.urls import URLS
+from app.views.view_state import ViewState
+
+
+class BadRecordPlace(LookupError):
+    """A group, completion or token position the record does not have."""
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    index: int
+    length: int
+    truncated: bool
+    rewards: tuple[float | None, ...]
+    reward: float
+    advantage: float
+    advantage_from_rewards: float
+    url: str
+    current: bool
+    preview: str  # the completion's first tokens, visible whitespace
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    label: str
+    own: float
+    other: float
+
+
+@dataclass(frozen=True)
+class RecordView:
+    record: StepRecord
+    result: Recomputed
+    other: Recomputed | None
+    query: RecordQuery
+    title: str
+    conventions_line: str
+    group: int
+    group_links: tuple[tuple[int, str, bool], ...]
+    rows: tuple[GroupRow, ...]
+    prompt: str
+    window: Window
+    strip: Strip
+    metric_links: tuple[tuple[str, str, str, bool], ...]
+    checks: tuple[Check, ...]
+    causes: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    compare: tuple[CompareRow, ...]
+    presets: tuple[tuple[str, str], ...]
+    form_action: str
+    own_url: str
+    api_url: str
+    node: NodeView | None
+
+    @property
+    def checks_ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def zero_variance(self) -> bool:
+        return len({r.reward for r in self.rows}) == 1
+
+    @property
+    def reward_functions(self) -> list[str]:
+        return self.record.reward_functions
+
+
+@dataclass(frozen=True)
+class RecordScreen(Screen):
+    rec: RecordView | None = None
+
+    parts: ClassVar = {"focus": "step_record/focus.html", "form": "step_record/what_if_form.html",
+                       "inspector": "step_record/node.html", "panels": "step_record/panels.html"}
+    runnable: ClassVar[bool] = True
+    stories: ClassVar = STORIES
+
+
+def _tokens(record: StepRecord) -> list[list[str]]:
+    return [c.tokens for _, _, c in record.completions()]
+
+
+def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: StepRecord) -> RecordScreen:
+    q = state.kind
+    assert isinstance(q, RecordQuery)
+    if q.group >= len(record.groups):
+        raise BadRecordPlace(f"the record has {len(record.groups)} group(s): no group {q.group}")
+    group = record.groups[q.group]
+    if q.completion >= len(group.completions):
+        raise BadRecordPlace(f"group {q.group} has {len(group.completions)} completions: no completion {q.completion}")
+    if q.at >= group.completions[q.completion].length:
+        raise BadRecordPlace(f"completion {q.completion} has {group.completions[q.completion].length} tokens: "
+                             f"no token {q.at + 1}")
+    own = recomputed(key, record)
+    other_c = q.conventions()
+    other = recomputed(key, record, other_c) if other_c is not None else None
+    metric = q.metric or ("change" if other is not None and state.step_id == "loss" else STEP_METRIC[state.step_id])
+    if metric == "change" and other is None:
+        metric = "grad"
+    rows_of_group = [k for k, c in enumerate(own.completions) if c.group == q.group]
+    row = rows_of_group[q.completion]
+    tokens = _tokens(record)
+
+    def url(**change) -> str:
+        return state.with_kind(**change).url(snapshot)
+
+    def link(step: str, g: int, i: int, t: int) -> str:
+        at_step = state.at_step(snapshot, step) if step != state.step_id else state
+        return at_step.with_kind(group=g, completion=i, at=t - t % 256).url(snapshot) + "#record-tokens"
+
+    entropies = [c.entropy for c in group.completions]
+    window = build_window(own, row, tokens[row], q.at, metric, group.completions[q.completion].entropy, other,
+                          lambda s: url(at=s) + "#record-tokens")
+    strip = build_strip(own, rows_of_group, metric, entropies, other, row,
+                        lambda r, s: url(completion=own.completions[r].index, at=s) + "#record-tokens")
+    metric_ids = [m for m in METRICS if (m != "change" or other is not None)
+                  and (m != "entropy" or group.completions[q.completion].entropy is not None)]
+    own_checks = checks(record, own)
+    rows = tuple(_group_row(record, own, k, q, url, tokens[k]) for k in rows_of_group)
+    groups = tuple((g, url(group=g, completion=0, at=0), g == q.group) for g in range(len(record.groups)))
+    inspector = build_inspector(snapshot, state.node, node_meaning(snapshot, state.node, own.conventions),
+                                None, state.step_id) if state.node else None
+    view = RecordView(
+        record, own, other, q, run_title(record),
+        conventions_words(record_conventions(record), record.config.token_normalizer), q.group,
+        groups, rows, group.prompt, window, strip,
+        tuple((m, METRICS[m].label, url(metric=m) + "#record-tokens", m == metric) for m in metric_ids),
+        tuple(own_checks), tuple(likely_causes(record, [c for c in own_checks if not c.ok])),
+        tuple(diagnostics(record, own, link, tokens)), _compare(own, other),
+        tuple((p, PRESET_TITLES[p]) for p in PRESET_NAMES), URLS.step(state.walkthrough_id, state.step_id),
+        url(what_if=None), URLS.record(state.walkthrough_id, {"group": str(q.group), "completion": str(q.completion)}),
+        build_node_view(own, state.node, row, q.at) if state.node else None)
+    return RecordScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state),
+                        inspector, rec=view)
+
+
+def _group_row(record: StepRecord, r: Recomputed, k: int, q: RecordQuery, url, tokens: list[str]) -> GroupRow:
+    c = r.completions[k]
+    done = record.groups[c.group].completions[c.index]
+    preview = "".join(tokens[:24]).replace("\n", "↵")
+    return GroupRow(c.index, done.length, done.truncated, tuple(done.rewards[n] for n in record.reward_functions),
+                    float(r.rewards[k]), float(r.advantages[k]), float(r.advantages_from_rewards[k]),
+                    url(completion=c.index, at=0) + "#record-tokens", c.index == q.completion,
+                    preview + ("…" if len(tokens) > 24 else ""))
+
+
+def _compare(own: Recomputed, other: Recomputed | None) -> tuple[CompareRow, ...]:
+    if other is None:
+        return ()
+    rows = [CompareRow("loss", own.loss, other.loss), CompareRow("‖∂loss/∂log π‖", own.grad_norm, other.grad_norm)]
+    for key in ("clip_ratio/region_mean", "cispo_clip_ratio", "kl"):
+        if key in own.metrics or key in other.metrics:
+            rows.append(CompareRow(key, own.metrics.get(key, float("nan")), other.metrics.get(key, float("nan"))))
+    change = np.concatenate([o.grad - m.grad for m, o in zip(own.completions, other.completions, strict=True)])
+    base = np.concatenate([m.grad for m in own.completions])
+    rows.append(CompareRow("max |Δ ∂loss/∂log π| per token", 0.0, float(np.abs(change).max())))
+    rows.append(CompareRow("tokens whose push changes sign", 0.0,
+                           float(((np.sign(base) != np.sign(base + change)) & (base != 0)).sum())))
+    return tuple(rows)
+
+

@@ -1,0 +1,178 @@
+"""The token view of a recorded step at any scale: one window of one completion's tokens, each
+with the step's number under it, below an overview strip of the whole group.
+
+A G 16 x 4,096-token step is 65,536 tokens: drawing them all would be a page of megabytes, so the
+page draws WINDOW tokens (record_query.py) and the strip, 64-token bins per completion shaded by
+the same number, links each stretch to its window. Computes nothing but layout: every number is
+the engine's (engine/recompute.py).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.kinds.step_record.engine.recompute import CompletionResult, Recomputed
+from app.kinds.step_record.views.record_query import WINDOW
+from app.views.numbers import ratio, readout
+
+BIN = 64  # tokens per cell of the overview strip
+
+
+@dataclass(frozen=True)
+class Metric:
+    id: str
+    label: str
+    explain: str
+    centre: float = 0.0
+    log_scale: bool = False
+
+
+METRICS = {m.id: m for m in (
+    Metric("logprob", "log π", "the log-probability the trained model gave the token at loss time (0 = certain)."),
+    Metric("advantage", "advantage A", "the completion's advantage, the same for each of its tokens."),
+    Metric("ratio", "ratio ρ", "π_θ/π_old of the token; ✂ marks a token whose clip binds (no push from the "
+                               "surrogate).", centre=1.0, log_scale=True),
+    Metric("kl", "KL", "the per-token estimate of KL(π_θ ‖ π_ref) (0 where they agree)."),
+    Metric("weight", "weight w", "the token's share of the loss under the aggregation in force."),
+    Metric("grad", "∂loss/∂log π", "how hard the loss pushes the token's log-probability (negative: a descent "
+                                   "step makes the token more likely)."),
+    Metric("entropy", "entropy H", "the policy's entropy at the token's position, as the framework recorded it."),
+    Metric("change", "Δ ∂loss/∂log π", "the what-if convention's gradient minus the record's: how the other "
+                                       "convention would have pushed this token differently."),
+)}
+
+
+def visible(text: str) -> str:
+    """A token as it reads on screen: a space is ·, a newline ↵, a tab →; nothing vanishes."""
+    if text == "":
+        return "∅"
+    return text.replace(" ", "·").replace("\n", "↵").replace("\t", "→").replace("\r", "␍")
+
+
+def values(metric: str, c: CompletionResult, entropy: np.ndarray | None,
+           other: CompletionResult | None) -> np.ndarray | None:
+    """The metric per token of one completion; None where the record or the view has none."""
+    pick: dict[str, Callable[[], np.ndarray | None]] = {
+        "logprob": lambda: c.logp, "advantage": lambda: np.full(len(c.logp), c.advantage),
+        "ratio": lambda: c.ratio, "kl": lambda: c.kl, "weight": lambda: c.weight, "grad": lambda: c.grad,
+        "entropy": lambda: entropy, "change": lambda: None if other is None else other.grad - c.grad,
+    }
+    return pick[metric]()
+
+
+@dataclass(frozen=True)
+class Cell:
+    position: int
+    text: str  # visible()
+    shown: str  # the number under it
+    bar: float  # −1 … 1 from the strip's centre
+    clipped: bool
+    counted: bool  # the mask: 0 for a token outside the loss (a tool's output)
+    card: str  # every number of the token, for its title and screen readers
+
+
+@dataclass(frozen=True)
+class Window:
+    group: int
+    completion: int
+    start: int
+    end: int
+    length: int
+    metric: Metric
+    cells: tuple[Cell, ...]
+    pages: tuple[tuple[str, str, bool], ...]  # (label, url, current) for each window of the completion
+
+    @property
+    def label(self) -> str:
+        return f"tokens {self.start + 1}–{self.end} of {self.length}"
+
+
+def _spell(metric: Metric, v: float) -> str:
+    return ratio(v) if metric.id == "ratio" else readout(v)
+
+
+def _bar(metric: Metric, v: float, top: float) -> float:
+    moved = math.log(max(v, 1e-300)) if metric.log_scale else v - metric.centre
+    return 0.0 if top == 0 else max(-1.0, min(1.0, moved / top))
+
+
+def _top(metric: Metric, v: np.ndarray) -> float:
+    if v.size == 0:
+        return 0.0
+    moved = np.log(np.maximum(v, 1e-300)) if metric.log_scale else v - metric.centre
+    return float(np.abs(moved).max())
+
+
+def build_window(result: Recomputed, row: int, tokens: list[str], start: int, metric_id: str,
+                 entropy: np.ndarray | None, other: Recomputed | None, url: Callable[[int], str]) -> Window:
+    c = result.completions[row]
+    metric = METRICS[metric_id]
+    per_token = values(metric_id, c, entropy, other.completions[row] if other else None)
+    if per_token is None:
+        per_token = np.zeros(len(c.logp))
+    n = len(c.logp)
+    end = min(start + WINDOW, n)
+    top = _top(metric, per_token)  # over the whole completion: bars compare across windows
+    show_clip = metric_id in ("ratio", "grad", "change", "weight")
+    cells = []
+    for t in range(start, end):
+        card = (f"token {t + 1} {visible(tokens[t])!s}: log π {readout(c.logp[t])}, ρ {ratio(c.ratio[t])}, "
+                f"KL {readout(c.kl[t])}, w {readout(c.weight[t])}, ∂loss/∂log π {readout(c.grad[t])}"
+                + (", clip binds ✂" if c.clip_low[t] or c.clip_high[t] else ""))
+        cells.append(Cell(t, visible(tokens[t]), _spell(metric, float(per_token[t])),
+                          _bar(metric, float(per_token[t]), top), show_clip and bool(c.clip_low[t] or c.clip_high[t]),
+                          bool(c.mask[t]), card))
+    pages = tuple((f"{s + 1}–{min(s + WINDOW, n)}", url(s), s == start) for s in range(0, n, WINDOW))
+    return Window(c.group, c.index, start, end, n, metric, tuple(cells), pages)
+
+
+@dataclass(frozen=True)
+class StripRow:
+    completion: int
+    length: int
+    advantage: float
+    bins: tuple[tuple[float, float], ...]  # (x offset in bins, shade −1 … 1)
+    windows: tuple[tuple[int, int, str], ...]  # (first bin, bins, url) of each window
+    current: bool
+
+
+@dataclass(frozen=True)
+class Strip:
+    metric: Metric
+    rows: tuple[StripRow, ...]
+    width: int  # bins of the longest completion
+
+
+def build_strip(result: Recomputed, rows: list[int], metric_id: str, entropy: list[np.ndarray | None],
+                other: Recomputed | None, current: int, url: Callable[[int, int], str]) -> Strip:
+    """Every completion of the group as 64-token bins shaded by the mean of the metric (for ratio:
+    the share of clipped tokens), on one scale for the group."""
+    metric = METRICS[metric_id]
+    series = []
+    for k, row in enumerate(rows):
+        c = result.completions[row]
+        v = values(metric_id, c, entropy[k], other.completions[row] if other else None)
+        if v is None:
+            v = np.zeros(len(c.logp))
+        if metric_id == "ratio":
+            v = (c.clip_low | c.clip_high).astype(float) * np.sign(c.advantage or 1.0)
+        elif metric.log_scale:
+            v = np.log(np.maximum(v, 1e-300))
+        else:
+            v = v - metric.centre
+        pad = (-len(v)) % BIN
+        means = np.concatenate([v, np.full(pad, np.nan)]).reshape(-1, BIN)
+        series.append((c, np.nanmean(means, axis=1)))
+    top = max((float(np.nanmax(np.abs(m))) for _, m in series if m.size), default=0.0)
+    out = []
+    for k, (c, means) in enumerate(series):
+        shades = tuple((float(i), 0.0 if top == 0 else float(m / top)) for i, m in enumerate(means))
+        per_window = WINDOW // BIN
+        windows = tuple((s // BIN, min(per_window, len(means) - s // BIN), url(rows[k], s))
+                        for s in range(0, len(c.logp), WINDOW))
+        out.append(StripRow(c.index, len(c.logp), c.advantage, shades, windows, rows[k] == current))
+    width = max((len(r.bins) for r in out), default=1)
+    return Strip(metric, tuple(out), width)

@@ -1,0 +1,25 @@
+"""The step-record kind (a GRPO step recorded from TRL, verl or UNIPO), as the house registers it.
+
+Its files are records, not snapshots: the kind's Reader (domain/opening.py) opens them, in the
+walkthroughs folder, from the upload page, `POST /api/walkthroughs` or `python -m app open FILE`.
+A bare snapshot of the head's graph is never a record (`matches` is False: there is no data)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from app.kinds.step_record.domain.opening import KIND_ID, READER
+from app.kinds.step_record.views.meaning_record import describe_record
+from app.kinds.step_record.web import api, pages
+from app.web.kind import Kind
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(api.router)
+
+
+KIND = Kind(id=KIND_ID, title="A recorded GRPO step: your own run, token by token",
+            matches=lambda snapshot: False, step_page=pages.step_page, install=install,
+            templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_record,
+            reader=READER)

@@ -1,0 +1,26 @@
+"""A recorded step's page: the same URL and template as any walkthrough, its numbers recomputed
+from the record (engine/). Thin: parsing and building live in views/record_screen.py."""
+from __future__ import annotations
+
+from app.kinds.step_record.domain.record import StepRecord
+from app.kinds.step_record.views.record_query import BadRecordView, read_record_query
+from app.kinds.step_record.views.record_screen import BadRecordPlace, build_record_screen
+from app.views.view_state import UnknownViewPart, ViewState
+from app.web.errors import NotFound
+from app.web.kind import StepRequest
+from app.web.step_pages import step_context, step_response
+
+
+def step_page(asked: StepRequest):
+    request, snapshot = asked.request, asked.snapshot
+    record = asked.entry.payload
+    assert isinstance(record, StepRecord)
+    query = request.query_params
+    try:
+        q = read_record_query(query)
+        state = ViewState.parse(snapshot, asked.walkthrough_id, asked.step_id, expanded=query.get("expanded"),
+                                node=query.get("node"), view=query.get("view"), kind=q)
+        screen = build_record_screen(snapshot, state, asked.entry.id, record)
+    except (UnknownViewPart, BadRecordView, BadRecordPlace) as exc:
+        raise NotFound(str(exc)) from None
+    return step_response(request, screen, step_context(screen, asked.catalog))

@@ -1,0 +1,57 @@
+"""The record API's body: plain JSON of the engine's recomputation (no views, no HTML)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from app.kinds.step_record.domain.record import StepRecord
+from app.kinds.step_record.engine.cache import recomputed
+from app.kinds.step_record.engine.checks import checks
+
+
+def _list(x: np.ndarray) -> list:
+    return x.tolist()
+
+
+def record_payload(key: str, record: StepRecord, group: int, completion: int | None,
+                   node: str | None) -> dict[str, Any]:
+    r = recomputed(key, record)
+    rows = [k for k, c in enumerate(r.completions) if c.group == group]
+    if completion is not None:
+        if completion >= len(rows):
+            raise LookupError(f"group {group} has {len(rows)} completions: no completion {completion}")
+        rows = [rows[completion]]
+    body: dict[str, Any] = {
+        "run": record.run.model_dump(), "config": record.config.model_dump(),
+        "conventions": r.conventions.model_dump(), "loss": r.loss, "grad_norm": r.grad_norm,
+        "metrics": r.metrics, "logged": dict(record.metrics),
+        "checks": [{"key": c.key, "logged": c.logged, "recomputed": c.recomputed, "rel": c.rel, "ok": c.ok}
+                   for c in checks(record, r)],
+        "group": group, "groups": len(record.groups),
+    }
+    if node is not None:
+        key_ = node.removeprefix("python@").split("#")[0] if node.startswith("python@") else node
+        if key_ not in r.nodes:
+            raise LookupError(f"node {node!r} holds no tensor")
+        value, grad = r.nodes[key_]
+        pick = (lambda x: x[rows].tolist()) if value.ndim >= 1 else (lambda x: float(x))
+        body["node"] = {"id": node, "shape": list(value.shape), "rows": rows, "value": pick(value),
+                        "grad": None if grad is None else pick(grad)}
+        return body
+    group_record = record.groups[group]
+    body["prompt"] = group_record.prompt
+    body["completions"] = []
+    for k in rows:
+        c = r.completions[k]
+        done = group_record.completions[c.index]
+        body["completions"].append({
+            "index": c.index, "length": done.length, "truncated": done.truncated, "rewards": done.rewards,
+            "reward": float(r.rewards[k]), "advantage": c.advantage,
+            "advantage_from_rewards": float(r.advantages_from_rewards[k]),
+            "tokens": done.tokens, "token_ids": _list(done.token_ids), "mask": _list(c.mask),
+            "logprobs": _list(c.logp), "ratio": _list(c.ratio), "clip_low": _list(c.clip_low),
+            "clip_high": _list(c.clip_high), "kl": _list(c.kl), "weight": _list(c.weight),
+            "per_token": _list(c.per_token), "is_weight": _list(c.is_weight), "grad": _list(c.grad),
+        })
+    return body
