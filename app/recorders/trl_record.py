@@ -163,7 +163,8 @@ def _notes(t: Any, micro: list[dict]) -> str:
     if len(micro) > 1:
         notes.append(f"This step spans gradient accumulation: {len(micro)} micro-batches of "
                      f"{len(micro[0]['rows'])} completions. TRL's logged loss is the sum of their losses; its "
-                     "clip_ratio, kl and entropy are the mean of the micro-batches' own token means.")
+                     "clip_ratio, kl and entropy are the mean of the micro-batches' own token means (each completion's "
+                     "micro_batch says which).")
     if a.steps_per_generation > a.gradient_accumulation_steps:
         notes.append("steps_per_generation > gradient_accumulation_steps: a group's completions are spread over "
                      "several optimizer steps; this record holds the ones this step trained on.")
@@ -177,6 +178,11 @@ def build_record(t: Any, version: str, step: int, micro: list[dict], logs: dict[
     """The step's record, validated by the app's own parser, and where each row landed (group, index)."""
     rows = [r for m in micro for r in m["rows"]]
     groups, where = _groups(t, rows)
+    if len(micro) > 1:  # which micro-batch each completion was in: TRL logs their metrics' mean
+        for mi, m in enumerate(micro):
+            for r in m["rows"]:
+                gi, ci = where[r["key"]]
+                groups[gi]["completions"][ci]["micro_batch"] = mi
     token_normalizer = None
     if t.args.loss_type in GLOBAL_NORMALIZER:
         values = {m["normalizer"] for m in micro}

@@ -19,7 +19,7 @@ from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
 from app.domain.uploads import MAX_RECORD_BYTES
 from app.kinds.step_record.domain.parsing import RecordError, parse_record
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.domain.unipo_sniff import is_unipo
+from app.kinds.step_record.domain.unipo import is_unipo
 
 HEAD = Path(__file__).resolve().parents[1] / "graph" / "step_record_head.tensorviz.json"
 KIND_ID = "step_record"

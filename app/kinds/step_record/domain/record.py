@@ -71,6 +71,9 @@ class Completion(_Model):
     sampling_logprobs: FloatArray | None = None
     entropy: FloatArray | None = None
     truncated: bool = False
+    # With gradient accumulation, the micro-batch (0, 1, …) the completion was in: the framework logs
+    # the mean of each micro-batch's own metrics, and the app recomputes them the same way
+    micro_batch: Annotated[int | None, Field(ge=0, le=1 << 16)] = None
 
     @model_validator(mode="after")
     def _same_lengths(self) -> Completion:
@@ -136,6 +139,9 @@ class StepRecord(_Model):
         tokens = sum(c.length for g in self.groups for c in g.completions)
         if tokens > MAX_TOKENS:
             raise ValueError(f"groups: {tokens} tokens exceed the limit of {MAX_TOKENS}")
+        marked = [c.micro_batch is not None for _, _, c in self.completions()]
+        if any(marked) and not all(marked):
+            raise ValueError("groups: micro_batch is given for some completions and not others")
         names = set(self.reward_functions)
         for gi, group in enumerate(self.groups):
             for ci, c in enumerate(group.completions):
@@ -156,6 +162,16 @@ class StepRecord(_Model):
 
     def completions(self) -> list[tuple[int, int, Completion]]:
         return [(gi, ci, c) for gi, g in enumerate(self.groups) for ci, c in enumerate(g.completions)]
+
+    def micro_batches(self) -> list[list[int]]:
+        """Rows (record order) of each micro-batch; one batch of every row when none is named."""
+        rows = self.completions()
+        if not rows or rows[0][2].micro_batch is None:
+            return [list(range(len(rows)))]
+        found: dict[int, list[int]] = {}
+        for k, (_, _, c) in enumerate(rows):
+            found.setdefault(c.micro_batch or 0, []).append(k)
+        return [found[m] for m in sorted(found)]
 
     @property
     def token_count(self) -> int:

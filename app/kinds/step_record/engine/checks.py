@@ -38,13 +38,30 @@ def _floor(key: str, result: Recomputed, record: StepRecord) -> float:
     return 0.0
 
 
+# Other names frameworks log the same number under: TRL logs `policy_loss` beside `loss` only when an
+# entropy bonus changes the loss (refused by the recorder); UNIPO logs `policy_loss` and
+# `policy_objective` (= −loss) and no `loss`.
+ALIASES = {"loss": (("policy_loss", 1.0), ("policy_objective", -1.0))}
+
+
+def _logged(record: StepRecord, key: str) -> tuple[str, float] | None:
+    if record.metrics.get(key) is not None:
+        return key, float(record.metrics[key])  # type: ignore[arg-type]
+    for name, sign in ALIASES.get(key, ()):
+        if record.metrics.get(name) is not None:
+            return name, sign * float(record.metrics[name])  # type: ignore[arg-type]
+    return None
+
+
 def checks(record: StepRecord, result: Recomputed) -> list[Check]:
     out = []
     for key, mine in result.metrics.items():
-        logged = record.metrics.get(key)
-        if logged is None:
+        found = _logged(record, key)
+        if found is None:
             continue
-        floor = _floor(key, result, record)
+        name, logged = found
+        key = key if name == key else f"{key} (logged as {name})"
+        floor = _floor(key.split(" ")[0], result, record)
         denominator = max(abs(logged), floor)
         diff = abs(mine - logged)
         rel = 0.0 if diff == 0 else (diff / denominator if denominator > 0 else float("inf"))
@@ -58,9 +75,10 @@ def likely_causes(record: StepRecord, failed: list[Check]) -> list[str]:
         return []
     keys = {c.key for c in failed}
     causes = []
-    if record.config.gradient_accumulation_steps > 1:
+    if record.config.gradient_accumulation_steps > 1 and len(record.micro_batches()) == 1:
         causes.append(f"gradient accumulation ({record.config.gradient_accumulation_steps} micro-batches): "
-                      "the framework logs the mean of its micro-batches' values, the record is recomputed as one batch")
+                      "the framework logs the mean of its micro-batches' values; the record names no micro_batch, so it is "
+                      "recomputed as one batch")
     if "loss" in keys and keys <= {"loss"}:
         causes.append("a convention the record does not name (the loss differs, the clip fractions and KL agree): "
                       "check loss_aggregation, token_normalizer and max_length against the framework's config")

@@ -85,7 +85,7 @@ def group_advantages(record: StepRecord, rewards: np.ndarray, c: Conventions) ->
         end = start + len(group.completions)
         r = torch.from_numpy(rewards[start:end].copy())
         scored = ~torch.isnan(r)
-        if scored.sum() > 0:
+        if scored.sum() > 1:  # one completion alone has no baseline but itself: advantage 0
             a = conv.group_advantages(r[scored], c.advantage_std, c.advantage_epsilon)
             out[start:end][scored.numpy()] = a.numpy()
         start = end
@@ -118,7 +118,7 @@ def recompute(record: StepRecord, conventions: Conventions | None = None) -> Rec
     loss.backward()
     assert logp.grad is not None
     entropy = [item.entropy for _, _, item in items]
-    metrics = _metrics(step, mask, c, entropy, width, loss.item())
+    metrics = _metrics(step, mask, c, entropy, width, loss.item(), record.micro_batches())
     weights = (-step.weights).detach()
     per_token = step.per_token.detach()
     results = [_one(gi, ci, row, item.length, advantages[row], logp, mask, step, weights, per_token)
@@ -155,21 +155,34 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> float:
     return float((x * mask).sum() / mask.sum().clamp(min=1))
 
 
-def _metrics(step: TokenStep, mask: torch.Tensor, c: Conventions, entropy: list, width: int, loss: float) -> dict:
-    """TRL's names and reductions (`global_masked_mean`): token means over the batch's tokens,
+def _metrics(step: TokenStep, mask: torch.Tensor, c: Conventions, entropy: list, width: int, loss: float,
+             micro_batches: list[list[int]]) -> dict:
+    """TRL's metrics; under gradient accumulation, the mean over micro-batches of each one's own
+    (TRL appends one value per micro-batch and log() averages them). The loss is the whole step's:
+    TRL divides each micro-batch's by the accumulation steps (or the global token count) and sums."""
+    if len(micro_batches) == 1:
+        return {"loss": loss, **_batch_metrics(step, mask, c, entropy, width, slice(None))}
+    parts = [_batch_metrics(step, mask, c, entropy, width, torch.tensor(rows)) for rows in micro_batches]
+    return {"loss": loss, **{k: sum(p[k] for p in parts) / len(parts) for k in parts[0]}}
+
+
+def _batch_metrics(step: TokenStep, full_mask: torch.Tensor, c: Conventions, entropy: list, width: int,
+                   rows: slice | torch.Tensor) -> dict:
+    """TRL's names and reductions (`global_masked_mean`) over the rows of one batch: token means,
     except clip flags at sequence level, which TRL averages over sequences."""
     seq = c.importance_sampling_level == "sequence"
+    mask = full_mask[rows]
 
     def mean(flags: torch.Tensor) -> float:
         if seq:  # TRL's flags are (B, 1) here, one per sequence: the share of sequences
             return float((flags.double() * mask).amax(-1).mean())
         return _masked_mean(flags.double(), mask)
 
-    out = {"loss": loss}
+    out = {}
     if c.policy_loss == "cispo":
-        out["cispo_clip_ratio"] = mean(step.clip_high)
+        out["cispo_clip_ratio"] = mean(step.clip_high[rows])
     else:
-        low, high = step.clip_low, step.clip_high
+        low, high = step.clip_low[rows], step.clip_high[rows]
         out["clip_ratio/low_mean"] = mean(low)
         out["clip_ratio/high_mean"] = mean(high)
         out["clip_ratio/region_mean"] = mean(low | high)
@@ -178,9 +191,9 @@ def _metrics(step: TokenStep, mask: torch.Tensor, c: Conventions, entropy: list,
         out["clip_ratio/low_min"] = float(per_seq_low.min())
         out["clip_ratio/high_max"] = float(per_seq_high.max())
     if c.beta != 0:
-        out["kl"] = _masked_mean(step.kl_term.detach(), mask)
+        out["kl"] = _masked_mean(step.kl_term.detach()[rows], mask)
     if all(e is not None for e in entropy):
-        out["entropy"] = _masked_mean(_padded(entropy, width), mask)
+        out["entropy"] = _masked_mean(_padded(entropy, width)[rows], mask)
     return out
 
 
