@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from step_record.records import make_record
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
 from app.kinds.step_record.engine.recompute import recompute
+from step_record.records import make_record
 
 AGGREGATIONS = ("sample_mean", "token_mean", "token_sum_norm")
 

@@ -8,11 +8,11 @@ import json
 import jsonschema
 import numpy as np
 import pytest
-from step_record.records import make_record
 
 from app.kinds.step_record.domain.arrays import pack
 from app.kinds.step_record.domain.parsing import RecordError, parse_record
 from app.kinds.step_record.domain.record import record_json_schema
+from step_record.records import make_record
 
 
 def test_a_record_parses_and_keeps_every_number():

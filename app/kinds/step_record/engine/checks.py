@@ -77,8 +77,8 @@ def likely_causes(record: StepRecord, failed: list[Check]) -> list[str]:
     causes = []
     if record.config.gradient_accumulation_steps > 1 and len(record.micro_batches()) == 1:
         causes.append(f"gradient accumulation ({record.config.gradient_accumulation_steps} micro-batches): "
-                      "the framework logs the mean of its micro-batches' values; the record names no micro_batch, so it is "
-                      "recomputed as one batch")
+                      "the framework logs the mean of its micro-batches' values; the record names no "
+                      "micro_batch, so it is recomputed as one batch")
     if "loss" in keys and keys <= {"loss"}:
         causes.append("a convention the record does not name (the loss differs, the clip fractions and KL agree): "
                       "check loss_aggregation, token_normalizer and max_length against the framework's config")
