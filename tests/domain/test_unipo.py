@@ -123,7 +123,7 @@ MALFORMED = [
     (_set(["entries", 1, "prompts"], _DELETE), "entries", "holds prompts", False),
     (_set(_tok(0, 2, "log_probs"), lambda v: v[:-1]), f"{P}[0].responses[2].tokens.log_probs", "but tokens.ids has", False),
     (_set([*_tok(0, 2, "log_probs"), 3], None), f"{P}[0].responses[2].tokens.log_probs", "value 3 is null", True),
-    (_set([*_tok(1, 0, "log_probs"), 2], 0.5), f"{P}[1].responses[0].tokens.log_probs", "at most 0", False),
+    (_set([*_tok(1, 0, "log_probs"), 2], 0.5), f"{P}[1].responses[0].tokens.log_probs", "between −10,000 and 0", False),
     (_set(_tok(1, 3, "ids"), _DELETE), f"{P}[1].responses[3].tokens.ids", "missing", True),
     (_set([*_tok(1, 3, "ids"), 0], -1), f"{P}[1].responses[3].tokens.ids", "value 0", True),
     (_set(_tok(0, 1, "strings"), _DELETE), f"{P}[0].responses[1].tokens.strings", "missing", True),

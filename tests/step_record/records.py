@@ -26,14 +26,15 @@ def make_record(seed: int = 0, groups: int = 2, size: int = 4, lengths: tuple[in
         for i in range(size):
             n = int(rng.integers(lengths[0], lengths[1] + 1))
             logp = -rng.exponential(1.0, n)
-            old = logp + rng.normal(0, drift, n)
-            ref = logp + rng.normal(0, drift, n)
+            # log-probs stay ≤ 0 (the format refuses a probability above 1)
+            old = np.minimum(logp + rng.normal(0, drift, n), -1e-4) if drift else logp.copy()
+            ref = np.minimum(logp + rng.normal(0, drift, n), -1e-4) if drift else logp.copy()
             completions.append({
                 "token_ids": [int(t) for t in rng.integers(0, 500, n)],
                 "tokens": [rng.choice([" the", "\n", "7", " +", "\t", "ans", " "]) for _ in range(n)],
                 "rewards": {"accuracy": float(rewards[i]), "format": 0.0},
                 "advantage": float(adv[i]), "logprobs": arr(logp), "old_logprobs": arr(old),
-                "ref_logprobs": arr(ref), "sampling_logprobs": arr(old + rng.normal(0, 0.05, n)),
+                "ref_logprobs": arr(ref), "sampling_logprobs": arr(np.minimum(old + rng.normal(0, 0.05, n), -1e-4)),
                 "entropy": arr(rng.uniform(0, 3, n)), "truncated": bool(n == lengths[1]),
             })
         out_groups.append({"prompt": f"What is {g} + {g}?\n", "completions": completions})

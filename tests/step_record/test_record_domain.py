@@ -61,7 +61,7 @@ def _edit(change):
     (lambda r: r["groups"][1]["completions"][0]["logprobs"].__setitem__(0, "x"),
      "groups[1].completions[0].logprobs", "numbers"),
     (lambda r: r["groups"][0]["completions"][0]["logprobs"].__setitem__(0, 0.5),
-     "groups[0].completions[0].logprobs", "at most 0"),
+     "groups[0].completions[0].logprobs", "between −10,000 and 0"),
     (lambda r: r["groups"][0]["completions"][2].update(logprobs={"dtype": "float32", "base64": "@@"}),
      "groups[0].completions[2].logprobs", "base64"),
     (lambda r: r["groups"][0]["completions"][2].update(logprobs={"dtype": "float16", "base64": ""}),

@@ -26,6 +26,7 @@ class _Model(BaseModel):
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+Bounded = Annotated[float, Field(allow_inf_nan=False, ge=-1e12, le=1e12)]  # rewards, advantages
 
 
 class Run(_Model):
@@ -62,9 +63,9 @@ class Completion(_Model):
     token_ids: IntArray
     tokens: Annotated[list[Annotated[str, Field(max_length=1000)]], Field(max_length=1 << 20)]
     mask: IntArray | None = None
-    rewards: dict[str, Finite | None]
-    reward: Finite | None = None
-    advantage: Finite
+    rewards: dict[str, Bounded | None]
+    reward: Bounded | None = None
+    advantage: Bounded
     logprobs: FloatArray
     old_logprobs: FloatArray | None = None
     ref_logprobs: FloatArray | None = None
@@ -86,8 +87,13 @@ class Completion(_Model):
                 raise ValueError(f"{name}: {len(value)} values, but token_ids has {n}")
         if self.mask is not None and not np.isin(self.mask, (0, 1)).all():
             raise ValueError("mask: values must be 0 or 1")
-        if (self.logprobs > 1e-6).any():
-            raise ValueError("logprobs: a log-probability is at most 0")
+        for name in ("logprobs", "old_logprobs", "ref_logprobs", "sampling_logprobs"):
+            value = getattr(self, name)
+            if value is not None and ((value > 1e-6).any() or (value < -1e4).any()):
+                raise ValueError(f"{name}: a log-probability is between −10,000 and 0 (a real token's is above "
+                                 "−200 in float32)")
+        if self.entropy is not None and ((self.entropy < -1e-6).any() or (self.entropy > 1e4).any()):
+            raise ValueError("entropy: an entropy is between 0 and 10,000 nats")
         for i, token in enumerate(self.tokens):
             try:
                 token.encode("utf-8")

@@ -1,6 +1,7 @@
 """The record API's body: plain JSON of the engine's recomputation (no views, no HTML)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,18 @@ from app.kinds.step_record.engine.checks import checks
 
 
 def _list(x: np.ndarray) -> list:
-    return x.tolist()
+    """JSON has no ∞ or NaN: a value that overflowed (exp of a log-ratio of hundreds) is null."""
+    if x.dtype.kind != "f" or np.isfinite(x).all():
+        return x.tolist()
+    return [v if math.isfinite(v) else None for v in x.tolist()]
+
+
+def _num(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def _nums(d: dict) -> dict:
+    return {k: _num(v) if isinstance(v, float) else v for k, v in d.items()}
 
 
 def record_payload(key: str, record: StepRecord, group: int, completion: int | None,
@@ -24,10 +36,10 @@ def record_payload(key: str, record: StepRecord, group: int, completion: int | N
         rows = [rows[completion]]
     body: dict[str, Any] = {
         "run": record.run.model_dump(), "config": record.config.model_dump(),
-        "conventions": r.conventions.model_dump(), "loss": r.loss, "grad_norm": r.grad_norm,
-        "metrics": r.metrics, "logged": dict(record.metrics),
-        "checks": [{"key": c.key, "logged": c.logged, "recomputed": c.recomputed, "rel": c.rel, "ok": c.ok}
-                   for c in checks(record, r)],
+        "conventions": r.conventions.model_dump(), "loss": _num(r.loss), "grad_norm": _num(r.grad_norm),
+        "metrics": _nums(r.metrics), "logged": dict(record.metrics),
+        "checks": [{"key": c.key, "logged": c.logged, "recomputed": _num(c.recomputed), "rel": _num(c.rel),
+                    "ok": c.ok} for c in checks(record, r)],
         "group": group, "groups": len(record.groups),
     }
     if node is not None:
@@ -35,7 +47,7 @@ def record_payload(key: str, record: StepRecord, group: int, completion: int | N
         if key_ not in r.nodes:
             raise LookupError(f"node {node!r} holds no tensor")
         value, grad = r.nodes[key_]
-        pick = (lambda x: x[rows].tolist()) if value.ndim >= 1 else (lambda x: float(x))
+        pick = (lambda x: _list(x[rows])) if value.ndim >= 1 else (lambda x: _num(float(x)))
         body["node"] = {"id": node, "shape": list(value.shape), "rows": rows, "value": pick(value),
                         "grad": None if grad is None else pick(grad)}
         return body
@@ -47,8 +59,8 @@ def record_payload(key: str, record: StepRecord, group: int, completion: int | N
         done = group_record.completions[c.index]
         body["completions"].append({
             "index": c.index, "length": done.length, "truncated": done.truncated, "rewards": done.rewards,
-            "reward": float(r.rewards[k]), "advantage": c.advantage,
-            "advantage_from_rewards": float(r.advantages_from_rewards[k]),
+            "reward": _num(float(r.rewards[k])), "advantage": c.advantage,
+            "advantage_from_rewards": _num(float(r.advantages_from_rewards[k])),
             "tokens": done.tokens, "token_ids": _list(done.token_ids), "mask": _list(c.mask),
             "logprobs": _list(c.logp), "ratio": _list(c.ratio), "clip_low": _list(c.clip_low),
             "clip_high": _list(c.clip_high), "kl": _list(c.kl), "weight": _list(c.weight),
