@@ -10,9 +10,9 @@ import pytest
 from hostile import PATH_RE, all_paths, fuzz_settings, mutate
 from hypothesis import given
 from hypothesis import strategies as st
-from step_record.records import make_record
 
 from app.kinds.step_record.domain.parsing import RecordError, parse_record
+from step_record.records import make_record
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from step_record.records import make_record
 
 from app.open_file import main as open_main
+from step_record.records import make_record
 
 STEPS = ("group", "ratio", "kl", "loss", "diagnostics")
 TRL_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "trl_step_record.grpo-step.json"
