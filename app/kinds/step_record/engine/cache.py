@@ -1,6 +1,8 @@
 """Recomputed steps, kept per (record, conventions) so paging through a 65,536-token step's
 windows does not recompute it for every page. Bounded by count: one result of a G 16 x 4,096 step
-holds about 15 MB of arrays. Per process (each compute worker keeps its own)."""
+holds about 15 MB of arrays. Per process (each compute worker keeps its own). Not
+`cached_computation` (engine/runtime/compute.py): its key is the arguments, and a record (numpy
+arrays) is not hashable; the record's catalog id is the key here, and misses take a slot the same way."""
 from __future__ import annotations
 
 import json
@@ -8,6 +10,7 @@ import threading
 from collections import OrderedDict
 
 from app.engine.grpo.params import Conventions
+from app.engine.runtime.compute import LIMITER
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.recompute import Recomputed, recompute
 
@@ -24,7 +27,8 @@ def recomputed(key: str, record: StepRecord, conventions: Conventions | None = N
         if hit is not None:
             _cache.move_to_end(slot)
             return hit
-    result = recompute(record, conventions)
+    with LIMITER:  # a miss computes: it takes one of the app's compute slots, as every kind's does
+        result = recompute(record, conventions)
     with _lock:
         _cache[slot] = result
         while len(_cache) > LIMIT:
