@@ -140,8 +140,10 @@ def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: 
     entropies = [c.entropy for c in group.completions]
     window = build_window(own, row, tokens[row], q.at, metric, group.completions[q.completion].entropy, other,
                           lambda s: url(at=s) + "#record-tokens")
+    # the strip's 256 links carry only their query (the same page): a third of its bytes
     strip = build_strip(own, rows_of_group, metric, entropies, other, row,
-                        lambda r, s: url(completion=own.completions[r].index, at=s) + "#record-tokens")
+                        lambda r, s: "?" + url(completion=own.completions[r].index, at=s).partition("?")[2]
+                        + "#record-tokens")
     metric_ids = [m for m in METRICS if (m != "change" or other is not None)
                   and (m != "entropy" or group.completions[q.completion].entropy is not None)]
     own_checks = checks(record, own)

@@ -129,12 +129,16 @@ def build_window(result: Recomputed, row: int, tokens: list[str], start: int, me
     return Window(c.group, c.index, start, end, n, metric, tuple(cells), pages)
 
 
+SHADES = 5  # levels of the strip's shading, per sign: one SVG path per level keeps a 16 x 64 strip small
+
+
 @dataclass(frozen=True)
 class StripRow:
     completion: int
     length: int
     advantage: float
-    bins: tuple[tuple[float, float], ...]  # (x offset in bins, shade −1 … 1)
+    bins: int
+    paths: tuple[tuple[str, int, str], ...]  # (up | down, level 1…SHADES, SVG path of its cells)
     windows: tuple[tuple[int, int, str], ...]  # (first bin, bins, url) of each window
     current: bool
 
@@ -169,10 +173,16 @@ def build_strip(result: Recomputed, rows: list[int], metric_id: str, entropy: li
     top = max((float(np.nanmax(np.abs(m))) for _, m in series if m.size), default=0.0)
     out = []
     for k, (c, means) in enumerate(series):
-        shades = tuple((float(i), 0.0 if top == 0 else float(m / top)) for i, m in enumerate(means))
+        cells: dict[tuple[str, int], list[int]] = {}
+        for i, m in enumerate(means):
+            level = 0 if top == 0 or not np.isfinite(m) else int(math.ceil(abs(m) / top * SHADES - 1e-9))
+            if level > 0:
+                cells.setdefault(("up" if m > 0 else "down", min(level, SHADES)), []).append(i)
+        paths = tuple((sign, level, "".join(f"M{i} 0h1v1h-1z" for i in xs))
+                      for (sign, level), xs in sorted(cells.items()))
         per_window = WINDOW // BIN
         windows = tuple((s // BIN, min(per_window, len(means) - s // BIN), url(rows[k], s))
                         for s in range(0, len(c.logp), WINDOW))
-        out.append(StripRow(c.index, len(c.logp), c.advantage, shades, windows, rows[k] == current))
-    width = max((len(r.bins) for r in out), default=1)
+        out.append(StripRow(c.index, len(c.logp), c.advantage, len(means), paths, windows, rows[k] == current))
+    width = max((r.bins for r in out), default=1)
     return Strip(metric, tuple(out), width)
