@@ -155,3 +155,11 @@ def test_python_m_app_open_stores_and_checks(tmp_path, capsys, monkeypatch):
     bad.write_text(json.dumps({**make_record(), "version": 9}))
     assert open_main([str(bad)]) == 1
     assert "version" in capsys.readouterr().err
+
+
+def test_the_upload_page_opens_a_record_at_its_first_step(client):
+    body = json.dumps(make_record(seed=14)).encode()
+    response = client.post("/walkthroughs/new", files={"file": ("mine.grpo-step.json", body, "application/json")},
+                           follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"].endswith("/steps/group")
+    assert "GRPO step record" in client.get("/walkthroughs/new").text
