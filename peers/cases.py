@@ -109,6 +109,21 @@ CASES: tuple[Case, ...] = (
     # the same extreme steps without any clamp: TRL computes what the app computes
     Case("no-clamps-extreme", {"seed": 0, "advantage_std": "none", "beta": 0.0, "iteration": 0, "inner_step": 1,
                                "learning_rate": 3, "rewards": (10, 0, 0, 0)}),
+    # the 2026 conventions (issue 23) on one-token completions: a sequence ratio is the token's, CISPO's cap
+    # binds where a ratio passes it with A > 0, and an IS correction weighs 1 (pi_old sampled the group)
+    Case("trl-sequence-beta0.04", {"preset": "trl", "importance_sampling_level": "sequence", "beta": 0.04}),
+    Case("gspo-eps0.2", {"preset": "gspo", "clip_epsilon": 0.2}, hits=("clip_active",)),
+    Case("verl-sequence", {"preset": "verl", "importance_sampling_level": "sequence"}),
+    Case("cispo-cap1.1-beta0.04", {"preset": "cispo", "clip_epsilon_high": 1.1, "beta": 0.04, "seed": 3,
+                                   "iteration": 1, "inner_step": 3}, hits=("clip_active",)),
+    Case("cispo-cap1.1-one-of-eight", {"preset": "cispo", "clip_epsilon_high": 1.1, "seed": 0, "iteration": 0,
+                                       "inner_step": 1, "learning_rate": 1, "rewards": ONE_OF_EIGHT},
+         hits=("clip_active",)),
+    Case("verl-cispo-cap1.2", {"preset": "verl", "policy_loss": "cispo", "clip_epsilon_high": 1.2}),
+    Case("cispo-dual-clip-step", {"preset": "cispo", "clip_epsilon_high": 1.5, "advantage_std": "sample",
+                                  **DUAL_CLIP_HIT}),
+    *(Case(f"trl-is-{m}", {"preset": "trl", "is_correction": m, "beta": 0.04})
+      for m in ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")),
 )
 
 

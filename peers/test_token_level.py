@@ -32,10 +32,11 @@ import pytest
 import torch
 
 from app.engine.grpo import conventions as conv
+from app.engine.grpo.presets import PRESET_NAMES
 from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID
 from app.kinds.toy.engine.params import GRPOParams
 from peers.cases import TOKEN_AGREEMENT, agree, relative_difference
-from peers.test_trl import LOSS_TYPES, trl_advantages_apply, trl_config, trl_loss_gaps, trl_step
+from peers.test_trl import loss_types, trl_advantages_apply, trl_config, trl_loss_gaps, trl_step
 from peers.test_verl import (
     AGG_MODES,
     actor_config,
@@ -43,12 +44,14 @@ from peers.test_verl import (
     loss_gaps,
     verl_actor_loss,
     verl_data,
+    verl_is_weights,
     verl_trainer_advantages,
 )
 from peers.token_cases import (
     AGGREGATIONS,
     CONVENTION_CASES,
     GROUP_CASES,
+    IS_MODES,
     ConventionCase,
     GroupCase,
     TokenGroup,
@@ -82,7 +85,8 @@ def run_trl(tmp_path, group: TokenGroup, case: ConventionCase, loss_type: str):
     scored, loss, trl_grad = trl_step(
         trl_config(tmp_path, params, len(group.rewards), loss_type), rewards, group.logp, group.logp_old,
         group.logp_ref, group.lengths,
-        advantages=None if trl_advantages_apply(params) else step.advantages.detach())
+        advantages=None if trl_advantages_apply(params) else step.advantages.detach(),
+        logp_sampling=group.logp_sampling if params.is_correction != "none" else None)
     # plumbing, not math: TRL padded the completions and built the same mask, and scored the same pi_old
     assert torch.equal(scored["completion_mask"].to(torch.float64), group.mask)
     assert torch.equal(scored["old_per_token_logps"], group.logp_old)
@@ -92,7 +96,7 @@ def run_trl(tmp_path, group: TokenGroup, case: ConventionCase, loss_type: str):
 ADVANTAGE_CASES = [pytest.param(g, c, id=f"{g.id}-{c.id}") for g in GROUP_CASES for c in CONVENTION_CASES
                    if c.advantages]
 LOSS_CASES = [pytest.param(g, c, t, id=f"{g.id}-{c.id}-{t}") for g in GROUP_CASES for c in CONVENTION_CASES
-              for t in LOSS_TYPES[grpo_params(c).loss_aggregation]]
+              for t in loss_types(grpo_params(c))]
 
 
 @pytest.mark.parametrize(("group_case", "case"), ADVANTAGE_CASES)
@@ -102,7 +106,7 @@ def test_trl_advantages(group_case: GroupCase, case: ConventionCase, tmp_path):
         pytest.skip(f"advantage_std={params.advantage_std}, eps={params.advantage_epsilon:g}: TRL has Bessel std "
                     "with eps 1e-4, or none")
     group = build_group(group_case)
-    step, _, scored, _, _ = run_trl(tmp_path, group, case, LOSS_TYPES[params.loss_aggregation][0])
+    step, _, scored, _, _ = run_trl(tmp_path, group, case, (loss_types(params) or ("dapo",))[0])
     agree_token("TRL", "advantages", "advantages", f"{group_case.id} {case.id}", scored["advantages"], step.advantages)
 
 
@@ -168,7 +172,9 @@ def test_verl_loss_and_gradient(group_case: GroupCase, case: ConventionCase):
                   else verl_group_advantages(group, params).batch["advantages"])
     logp = group.logp.clone().requires_grad_(True)
     loss = verl_actor_loss(actor_config(params, len(group.rewards)), logp, group.logp_old, group.logp_ref,
-                           advantages, group.mask, prompt_length=group.prompt_length)
+                           advantages, group.mask, prompt_length=group.prompt_length,
+                           rollout_is_weights=verl_is_weights(params, group.logp_old, group.logp_sampling,
+                                                              group.mask))
     where = f"{group_case.id} {case.id}"
     agg = params.loss_aggregation
     mode = AGG_MODES[agg]
@@ -226,10 +232,12 @@ def test_the_spread_reaches_what_it_claims():
     so are the steps where verl's dual clip and KL clamp bind (verl), the all-equal groups, and TRL's
     KL term with and without its bias correction."""
     by_trl, by_verl = compared(trl_loss_gaps), compared(loss_gaps)
-    for pairs in (by_trl, by_verl):
-        for preset in ("deepseekmath", "trl", "verl", "dr_grpo", "dapo"):
+    for pairs, name in ((by_trl, "TRL"), (by_verl, "verl")):
+        for preset in PRESET_NAMES:
             for agg in AGGREGATIONS:
-                assert any(c == f"{preset}-{agg}" for _, c in pairs), f"{preset}-{agg} never compared"
+                if name == "TRL" and preset == "cispo" and agg != "token_mean":
+                    continue  # TRL's cispo aggregates by the token mean only (loss_types)
+                assert any(c == f"{preset}-{agg}" for _, c in pairs), f"{name}: {preset}-{agg} never compared"
         assert ("G4-p7-s9-all-equal", "deepseekmath-sample_mean") in pairs
     for conv_id in ("verl-token_mean", "verl-sample_mean", "verl-kl-reward-k3", "verl-kl-k1", "verl-kl-k2"):
         assert ("G16-p7-s1-lang-dual-clip", conv_id) in by_verl
@@ -237,6 +245,71 @@ def test_the_spread_reaches_what_it_claims():
     assert ("G16-p7-s1-lang-dual-clip", "verl-token_mean") not in by_trl  # TRL has no dual clip
     for conv_id in ("trl-beta0.04-token_mean", "trl-beta0.04-no-bias-correction", "deepseekmath-sample-std"):
         assert ("G16-p2-s1", conv_id) in by_trl
+    # the 2026 conventions, compared where they bite: GSPO's band clips some completions and not others,
+    # CISPO's cap binds, and every IS mode's bound binds (TRL: all four, both bound pairs; verl: its two)
+    bites = {"gspo-eps0.2": "clip_active", "trl-sequence-beta0.04": "clip_active", "cispo-cap1.2": "clip_high",
+             "cispo-cap1.2-beta0.04": "clip_high", **{f"trl-is-{m}": "is_bound_hit" for m in IS_MODES},
+             **{f"trl-is-{m}-0.5-2": "is_bound_hit" for m in IS_MODES}, "verl-sequence": "clip_active",
+             "verl-cispo-cap1.2": "clip_high", "cispo-cap1.2-sample_mean": "clip_high",
+             "verl-is-token_truncate": "is_bound_hit", "verl-is-sequence_mask-0.5-2": "is_bound_hit"}
+    verl_only = {"verl-sequence", "verl-cispo-cap1.2", "cispo-cap1.2-sample_mean", "verl-is-token_truncate",
+                 "verl-is-sequence_mask-0.5-2"}
+    trl_only = {"trl-sequence-beta0.04", "cispo-cap1.2-beta0.04", *(f"trl-is-{m}" for m in IS_MODES),
+                *(f"trl-is-{m}-0.5-2" for m in IS_MODES)}
+    for conv_id, flag in bites.items():
+        case = next(c for c in CONVENTION_CASES if c.id == conv_id)
+        bitten = set()
+        for g in GROUP_CASES:
+            step, _ = app_step(build_group(g), grpo_params(case))
+            if bool(getattr(step, flag).any()) and (flag != "clip_active" or not bool(step.clip_active.all())):
+                bitten.add(g.id)
+        for pairs, name, skip in ((by_trl, "TRL", verl_only), (by_verl, "verl", trl_only)):
+            if conv_id not in skip:
+                assert any((g, conv_id) in pairs for g in bitten), f"{name}: {conv_id} never compared where {flag}"
+
+
+SWAPS = {
+    # computed per token where the case asks for the sequence ratio (GSPO)
+    "gspo-eps0.2": ("policy_log_ratio", lambda real: lambda lp, lo, mask, level, bound: real(lp, lo, mask, "token",
+                                                                                              bound)),
+    # CISPO's cap read as 1 + eps_high (the clip band's top), not TRL's absolute eps_high
+    "cispo-cap1.2": ("cispo_surrogate", lambda real: lambda ratio, adv, logp, cap: real(ratio, adv, logp, 1 + cap)),
+    # an IS correction dropped, truncation taken for masking, the sequence's weight for the tokens'
+    "trl-is-token_truncate": ("is_weights", lambda real: lambda old, samp, mask, mode, lo, hi: real(
+        old, samp, mask, "token_mask", lo, hi)),
+    "trl-is-sequence_mask": ("is_weights", lambda real: lambda old, samp, mask, mode, lo, hi: real(
+        old, samp, mask, "token_mask", lo, hi)),
+    "verl-is-token_truncate": ("is_weights", lambda real: lambda old, samp, mask, mode, lo, hi: conv.ISWeights(
+        mask.clone(), torch.zeros_like(mask, dtype=torch.bool))),
+}
+
+
+@pytest.mark.parametrize("case_id", list(SWAPS))
+def test_a_swapped_new_convention_is_caught(case_id, monkeypatch, tmp_path):
+    """Mutation test of the 2026 conventions: with one computed the wrong way in the app, TRL and verl
+    (each where it expresses the case) disagree on a real ragged group, in the loss or the per-token
+    gradient, far beyond the tolerance."""
+    group = build_group(next(g for g in GROUP_CASES if g.id == "G16-p2-s1"))
+    case = next(c for c in CONVENTION_CASES if c.id == case_id)
+    params = grpo_params(case)
+    name, wrong = SWAPS[case_id]
+    monkeypatch.setattr(conv, name, wrong(getattr(conv, name)))
+    frameworks = 0
+    if loss_types(params) and not trl_loss_gaps(token_rows(group, params, app_step(group, params)[0])):
+        step, grad, _, trl_loss, trl_grad = run_trl(tmp_path, group, case, loss_types(params)[0])
+        assert max(relative_difference(trl_loss, step.loss), relative_difference(trl_grad, grad)) > 1e-4
+        frameworks += 1
+    step, grad = app_step(group, params)
+    if not loss_gaps(token_rows(group, params, step)):
+        logp = group.logp.clone().requires_grad_(True)
+        advantages = verl_group_advantages(group, params).batch["advantages"]
+        verl_loss_ = verl_actor_loss(actor_config(params, len(group.rewards)), logp, group.logp_old, group.logp_ref,
+                                     advantages, group.mask, prompt_length=group.prompt_length,
+                                     rollout_is_weights=verl_is_weights(params, group.logp_old, group.logp_sampling,
+                                                                        group.mask))
+        assert max(relative_difference(verl_loss_, step.loss), relative_difference(logp.grad, grad)) > 1e-4
+        frameworks += 1
+    assert frameworks >= 1, "neither framework compared the swapped case"
 
 
 def test_a_swapped_aggregation_is_caught(monkeypatch, tmp_path):

@@ -15,7 +15,15 @@ stand-in object that carries only the attributes they read, set from a real `GRP
 Mapping (app -> TRL): advantage_std sample -> scale_rewards="group" (nanstd, Bessel; eps 1e-4 is
 hard-coded), none -> "none"; clip_epsilon / clip_epsilon_high -> epsilon / epsilon_high; beta -> beta;
 kl_bias_correction -> use_bias_correction_kl; loss_aggregation sample_mean -> loss_type "grpo",
-token_mean -> "dapo" and "bnpo", token_sum_norm -> "dr_grpo" with max_completion_length = max_length.
+token_mean -> "dapo" and "bnpo" (both: the token mean, bnpo's over the local batch; one process here, so the
+same), token_sum_norm -> "dr_grpo" with max_completion_length = max_length. The 2026 conventions (issue 23):
+importance_sampling_level -> importance_sampling_level (GSPO's "sequence": _compute_loss ~line 3086);
+policy_loss cispo -> loss_type "cispo" (its epsilon_high is an absolute cap on rho, as the app's; TRL
+aggregates it by the token mean, so only token_mean maps); is_correction / is_clip_min / is_clip_max ->
+vllm_importance_sampling_correction, _mode, _clip_min, _clip_max, with the rollout engine's log-probs
+returned by the stand-in's `_generate` as vLLM's would be (use_vllm: TRL computes the ratio in
+_generate_and_score_completions ~lines 2660-2705 and multiplies the per-token loss by it in _compute_loss).
+The toy has no rollout engine: its IS cases give TRL log pi_old as the sampling log-probs (weights 1).
 
 What TRL cannot express, and what the tests do instead:
 - population std, or sample std with an epsilon other than 1e-4: TRL's advantage code is not
@@ -41,6 +49,7 @@ from trl import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
 from app.engine.grpo import conventions as conv
+from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
 from peers.cases import CASES, Case, agree, any_flag, app_policy_grad, column, run_case, scatter_by_action
@@ -50,17 +59,34 @@ TRL_ADVANTAGE_EPS = 1e-4  # hard-coded in _generate_and_score_completions: (std_
 LOSS_TYPES = {"sample_mean": ("grpo",), "token_mean": ("dapo", "bnpo"), "token_sum_norm": ("dr_grpo",)}
 
 
-def trl_config(tmp_path, params: GRPOParams, group_size: int, loss_type: str) -> GRPOConfig:
+def loss_types(p: Conventions) -> tuple[str, ...]:
+    """TRL's loss types for the app's conventions: by aggregation for the clipped surrogate; "cispo" for
+    CISPO, whose aggregation is TRL's token mean over the batch (num_items_in_batch), so only token_mean."""
+    if p.policy_loss == "cispo":
+        return ("cispo",) if p.loss_aggregation == "token_mean" else ()
+    return LOSS_TYPES[p.loss_aggregation]
+
+
+def trl_config(tmp_path, params: Conventions, group_size: int, loss_type: str, num_iterations: int = 2) -> GRPOConfig:
+    """The app's conventions as a GRPOConfig. importance_sampling_level is TRL's own; the IS correction is
+    TRL's vLLM one (vllm_importance_sampling_*), which the stand-in runs as with vLLM (use_vllm) whenever it is
+    given the rollout engine's log-probs."""
     kl_in_loss = params.kl_placement == "loss"
+    is_on = params.is_correction != "none"
     return GRPOConfig(
         output_dir=str(tmp_path), use_cpu=True, report_to="none",
         per_device_train_batch_size=group_size, num_generations=group_size,
-        num_iterations=params.inner_steps,
+        num_iterations=getattr(params, "inner_steps", num_iterations),
         scale_rewards="none" if params.advantage_std == "none" else "group",
         epsilon=params.clip_epsilon, epsilon_high=params.clip_epsilon_high,
         beta=params.beta if kl_in_loss else 0.0,
         use_bias_correction_kl=params.kl_bias_correction,
         loss_type=loss_type, max_completion_length=params.max_length,
+        importance_sampling_level=params.importance_sampling_level,
+        vllm_importance_sampling_correction=is_on,
+        **({"vllm_importance_sampling_mode": params.is_correction,
+            "vllm_importance_sampling_clip_min": params.is_clip_min,
+            "vllm_importance_sampling_clip_max": params.is_clip_max} if is_on else {}),
     )
 
 
@@ -70,7 +96,8 @@ class TrainerStandIn:
     The model is never run: the three log-prob calls return the app's recorded numbers."""
 
     def __init__(self, args: GRPOConfig, accelerator: Accelerator, rewards: torch.Tensor, logp: torch.Tensor,
-                 logp_old: torch.Tensor, logp_ref: torch.Tensor, lengths: list[int]):
+                 logp_old: torch.Tensor, logp_ref: torch.Tensor, lengths: list[int],
+                 logp_sampling: torch.Tensor | None = None):
         self.args, self.accelerator = args, accelerator
         self.model = SimpleNamespace(training=True, is_gradient_checkpointing=False)
         self.beta = args.beta
@@ -81,7 +108,13 @@ class TrainerStandIn:
         self.max_completion_length = args.max_completion_length
         self.num_generations = args.num_generations
         self.pad_to_multiple_of = args.pad_to_multiple_of
-        self.use_vllm = args.use_vllm
+        # the rollout engine's log-probs come with vLLM: given them, TRL's IS correction runs as with vLLM
+        self.use_vllm = args.use_vllm or logp_sampling is not None
+        self.vllm_importance_sampling_correction = args.vllm_importance_sampling_correction
+        self.vllm_importance_sampling_mode = args.vllm_importance_sampling_mode
+        self.vllm_importance_sampling_clip_max = args.vllm_importance_sampling_clip_max
+        self.vllm_importance_sampling_clip_min = args.vllm_importance_sampling_clip_min
+        self._logp_sampling = logp_sampling
         self.loss_type = args.loss_type
         self.multi_objective_aggregation = args.multi_objective_aggregation
         self.aux_loss_enabled = False  # the model has no router logits
@@ -112,9 +145,12 @@ class TrainerStandIn:
 
     def _generate(self, prompts):
         n = len(prompts)
+        # the rollout engine's per-token log-probs, unpadded as vLLM returns them (TRL pads them with 0)
+        sampling = (None if self._logp_sampling is None
+                    else [self._logp_sampling[i, :k].tolist() for i, k in enumerate(self._lengths)])
         # prompt ids, completion ids (TRL pads them and builds the mask), tool mask, texts, sampling logps,
         # extra fields, images, tool images
-        return [[1]] * n, [[2] * k for k in self._lengths], None, ["completion"] * n, None, {}, None, None
+        return [[1]] * n, [[2] * k for k in self._lengths], None, ["completion"] * n, sampling, {}, None, None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         return self._rewards.unsqueeze(1).clone()  # (G, number of reward functions)
@@ -164,10 +200,10 @@ def trl_loss_gaps(result: StepResult) -> list[str]:
 
 
 def trl_step(args: GRPOConfig, rewards, logp, logp_old, logp_ref, lengths, advantages=None,
-             dtype: torch.dtype = torch.float64):
+             dtype: torch.dtype = torch.float64, logp_sampling=None):
     """TRL's generate-and-score, then its loss and backward. Returns (scored inputs, loss, d loss / d logp)."""
     # the Accelerator after the config: building TrainingArguments resets accelerate's shared state
-    trainer = TrainerStandIn(args, Accelerator(cpu=True), rewards, logp, logp_old, logp_ref, lengths)
+    trainer = TrainerStandIn(args, Accelerator(cpu=True), rewards, logp, logp_old, logp_ref, lengths, logp_sampling)
     with default_dtype(dtype):
         scored = GRPOTrainer._generate_and_score_completions(trainer, [{"prompt": "q"}] * len(lengths))
         if advantages is not None:
@@ -179,14 +215,17 @@ def trl_step(args: GRPOConfig, rewards, logp, logp_old, logp_ref, lengths, advan
 
 
 def run_trl(tmp_path, result: StepResult, loss_type: str = "dapo", dtype: torch.dtype = torch.float64):
-    """`trl_step` on the app's recorded step (one token per completion)."""
+    """`trl_step` on the app's recorded step (one token per completion). With an IS correction TRL is
+    given log pi_old as the rollout engine's log-probs: the toy's pi_old sampled its group itself."""
     params, size = result.params, len(result.samples)
+    logp_old = column(result, "logp_old").unsqueeze(1)
     return trl_step(
         trl_config(tmp_path, params, size, loss_type),
         column(result, "reward_used"),  # = reward unless kl_placement=reward (then: a reward function's penalty)
         *(column(result, name).unsqueeze(1) for name in ("logp", "logp_old", "logp_ref")), [1] * size,
         # TRL cannot compute these advantages: the app's (module docstring)
-        advantages=None if trl_advantages_apply(params) else column(result, "advantage"), dtype=dtype)
+        advantages=None if trl_advantages_apply(params) else column(result, "advantage"), dtype=dtype,
+        logp_sampling=logp_old if params.is_correction != "none" else None)
 
 
 def case_params(case: Case) -> GRPOParams:
@@ -209,7 +248,7 @@ def test_advantages(case, tmp_path):
 
 
 LOSS_CASES = [pytest.param(case, loss_type, id=f"{case.id}-{loss_type}")
-              for case in CASES for loss_type in LOSS_TYPES[case_params(case).loss_aggregation]]
+              for case in CASES for loss_type in loss_types(case_params(case))]
 
 
 @pytest.mark.parametrize(("case", "loss_type"), LOSS_CASES)
@@ -230,8 +269,15 @@ def test_every_loss_type_and_feature_was_compared():
     bias correction, an extreme step without clamps, and the app's own advantages (population)."""
     compared = {c.id for c in CASES if not trl_loss_gaps(run_case(c))}
     for needed in ("trl-beta0.04", "trl-beta0.04-no-bias-correction", "std-population", "kl-reward-k3",
-                   "agg-token-sum-norm-L7", "trl-sample-mean", "no-clamps-extreme", "trl-all-equal"):
+                   "agg-token-sum-norm-L7", "trl-sample-mean", "no-clamps-extreme", "trl-all-equal",
+                   # the 2026 conventions: GSPO's sequence ratio, CISPO (TRL's loss_type cispo), the IS modes
+                   "preset-gspo", "gspo-eps0.2", "trl-sequence-beta0.04", "preset-cispo", "cispo-cap1.1-beta0.04",
+                   "cispo-cap1.1-one-of-eight", "trl-is-token_truncate", "trl-is-token_mask",
+                   "trl-is-sequence_truncate", "trl-is-sequence_mask"):
         assert needed in compared, needed
+    loss_cases = {case.id for case, _ in (p.values for p in LOSS_CASES)}
+    assert {"preset-cispo", "cispo-cap1.1-beta0.04"} <= loss_cases  # loss_type cispo, token mean
+    assert any(t == "bnpo" for _, t in (p.values for p in LOSS_CASES))  # TRL's bnpo: the local token mean
     # and a case whose dual clip binds is not (TRL has none)
     assert "verl-dual-clip-hit" not in compared
 
@@ -258,6 +304,30 @@ def test_trl_preset_is_grpo_config_defaults(tmp_path):
     assert (preset.loss_aggregation, defaults.loss_type) == ("token_mean", "dapo")
     assert preset.advantage_epsilon == TRL_ADVANTAGE_EPS
     assert "(std_rewards + 1e-4)" in inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    # the 2026 conventions at GRPOConfig's defaults: token-level ratios, the clipped surrogate (dapo), and
+    # the vLLM IS correction's bounds (its mode is "none" in the app: TRL corrects only with vLLM)
+    assert preset.importance_sampling_level == defaults.importance_sampling_level == "token"
+    assert preset.policy_loss == "clip" and defaults.loss_type != "cispo"
+    assert preset.is_clip_min == defaults.vllm_importance_sampling_clip_min
+    assert preset.is_clip_max == defaults.vllm_importance_sampling_clip_max
+    assert preset.is_correction == "none"
+
+
+def test_gspo_and_cispo_presets_are_trls(tmp_path):
+    """`gspo`: TRL's documented GSPO setup (docs/source/paper_index.md: importance_sampling_level="sequence",
+    loss_type="grpo", beta=0.0, epsilon=3e-4, epsilon_high=4e-4); `cispo`: loss_type="cispo" with the
+    epsilon_high GRPOConfig recommends for it (5.0), as an absolute bound on rho in _compute_loss."""
+    gspo, cispo = GRPOParams(preset="gspo"), GRPOParams(preset="cispo")
+    assert (gspo.importance_sampling_level, loss_types(gspo), gspo.beta) == ("sequence", ("grpo",), 0.0)
+    assert (gspo.clip_epsilon, gspo.clip_epsilon_high) == (3e-4, 4e-4)
+    config = trl_config(tmp_path, gspo, 8, "grpo")
+    assert (config.importance_sampling_level, config.epsilon, config.epsilon_high) == ("sequence", 3e-4, 4e-4)
+    help_text = GRPOConfig.__dataclass_fields__["epsilon_high"].metadata["help"]
+    assert "loss_type='cispo'" in help_text and "recommended value is `5.0`" in help_text
+    assert (cispo.policy_loss, loss_types(cispo), cispo.clip_epsilon_high) == ("cispo", ("cispo",), 5.0)
+    source = inspect.getsource(GRPOTrainer._compute_loss)
+    assert "torch.clamp(coef_1, max=self.epsilon_high).detach()" in source  # an absolute cap, not 1 + eps
+    assert "is_cispo_clipped = (coef_1 > self.epsilon_high) & (advantages > 0)" in source  # the app's clip_high
 
 
 # --- the conventions functions on several tokens per completion -----------------------------------

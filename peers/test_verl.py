@@ -22,7 +22,15 @@ clip_ratio_high; dual_clip c -> clip_ratio_c (no dual clip -> clip_ratio_c = 1e1
 verl's ratio is at most e^20); beta (kl_placement=loss) -> use_kl_loss, kl_loss_coef; beta
 (kl_placement=reward) -> use_kl_in_reward, FixedKLController(beta); kl_estimator k1 / k2 / k3 ->
 kl_loss_type / kl_penalty "k1" / "k2" / "low_var_kl"; loss_aggregation token_mean -> "token-mean",
-token_sum_norm -> "seq-mean-token-sum-norm" with loss_scale_factor = max_length, sample_mean ->
+token_sum_norm -> "seq-mean-token-sum-norm" with loss_scale_factor = max_length; the 2026 conventions
+(issue 23): importance_sampling_level sequence -> policy_loss.loss_mode "gspo" (compute_policy_loss_gspo,
+straight-through s_i·π/sg(π), its log clamped at 10 from above: the same value and, with equal weights over
+a completion's tokens, the same gradient); policy_loss cispo -> loss_mode "cispo" (compute_policy_loss_cispo,
+which clamps rho to [1 - clip_ratio_low, 1 + clip_ratio_high]: clip_ratio_high = eps_high - 1 and
+clip_ratio_low = 1, no lower bound, is the app's TRL-style cap); is_correction -> the trainer's rollout
+correction weights (rollout_corr_helper.compute_rollout_correction_weights: token / sequence, TIS for
+*_truncate with an upper bound only, IcePop "lower_upper" for *_mask) passed to ppo_loss as
+rollout_is_weights; sample_mean ->
 "seq-mean-token-mean". That mode divides each sequence's token sum by (its token count + 1e-8)
 (core_algos.py agg_loss, ~line 1196); the actor's mask is boolean, so the count is an integer tensor
 and `count + 1e-8` is computed in torch's default dtype, float32, where 1 + 1e-8 == 1: as verl runs,
@@ -36,6 +44,9 @@ What verl cannot express, and what the tests do instead:
   side's binds for some sample, the loss (or, for a KL in the reward, the advantages) is not compared.
   The app's verl preset uses exactly verl's bounds, and cases where they bind are compared.
 - kl_bias_correction (TRL's k3 x rho): verl has none; with beta > 0 in the loss, not compared.
+- GSPO with a binding dual clip or sequence-log-ratio clamp, a sequence-level CISPO, token-level IS weights
+  with GSPO (verl's straight-through ratio puts each token's weight on that token alone:
+  test_gspo_straight_through_gradient), a truncated IS with a lower bound: not compared (loss_gaps).
 
 The conventions functions (app/engine/conventions.py) are also tested directly on synthetic extreme
 tensors, several tokens per completion and ragged masks, against the same verl functions.
@@ -53,22 +64,36 @@ from verl import DataProto
 from verl.trainer.config import AlgoConfig
 from verl.trainer.ppo import core_algos
 from verl.trainer.ppo.ray_trainer import apply_kl_penalty, compute_advantage
+from verl.trainer.ppo.rollout_corr_helper import SAFETY_BOUND, compute_rollout_correction_weights
 from verl.utils import tensordict_utils as tu
-from verl.workers.config import ActorConfig
+from verl.workers.config import ActorConfig, PolicyLossConfig
 from verl.workers.utils.losses import ppo_loss
 
 from app.engine.grpo import conventions as conv
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
-from peers.cases import CASES, Case, agree, any_flag, app_policy_grad, column, run_case, scatter_by_action
+from peers.cases import (
+    CASES,
+    Case,
+    agree,
+    any_flag,
+    app_policy_grad,
+    column,
+    relative_difference,
+    run_case,
+    scatter_by_action,
+)
 
 FRAMEWORK = "verl"
 VERL_LOG_RATIO_BOUND = 20.0  # compute_policy_loss_vanilla and kl_penalty_forward("low_var_kl"): hard-coded
 VERL_K3_BOUND = 10.0  # kl_penalty_forward("low_var_kl"): the value clamped to ±10
+VERL_GSPO_LOG_BOUND = 10.0  # compute_policy_loss_gspo: the sequence log-ratio clamped at max=10
+VERL_IS_SAFETY_BOUND = 20.0  # rollout_corr_helper.SAFETY_BOUND: IS log-ratios clamped to ±20
 VERL_TRAINER_EPSILON = 1e-6  # compute_grpo_outcome_advantage's default; compute_advantage passes none
 NO_DUAL_CLIP = 1e12  # verl always has a dual clip; this c cannot bind while rho <= e^20
 assert NO_DUAL_CLIP > math.exp(VERL_LOG_RATIO_BOUND)
+assert SAFETY_BOUND == VERL_IS_SAFETY_BOUND
 KL_NAMES = {"k1": "k1", "k2": "k2", "k3": "low_var_kl"}
 AGG_MODES = {"sample_mean": "seq-mean-token-mean", "token_mean": "token-mean",
              "token_sum_norm": "seq-mean-token-sum-norm"}
@@ -145,12 +170,53 @@ def advantage_gaps(result: StepResult) -> list[str]:
     return gaps
 
 
+def loss_mode(p: Conventions) -> str:
+    """verl's policy_loss.loss_mode for the app's conventions: cispo, gspo (sequence-level ratio), vanilla."""
+    if p.policy_loss == "cispo":
+        return "cispo"
+    return "gspo" if p.importance_sampling_level == "sequence" else "vanilla"
+
+
+def is_gaps(p: Conventions, log_is_ratio: torch.Tensor | None) -> list[str]:
+    """Why verl's rollout correction (rollout_corr_helper.compute_rollout_correction_weights) cannot give the
+    app's IS weights: its truncation (TIS) has an upper bound only; its masking (IcePop) keeps [lower, upper]."""
+    if p.is_correction == "none":
+        return []
+    gaps = []
+    if p.is_correction.endswith("truncate") and (p.is_clip_min is not None or p.is_clip_max is None):
+        gaps.append("verl's truncated IS has an upper bound only")
+    if log_is_ratio is not None and bool(log_is_ratio.abs().max() > VERL_IS_SAFETY_BOUND):
+        gaps.append("an IS log-ratio beyond verl's safety bound ±20")
+    if log_is_ratio is not None and p.is_correction.endswith("mask"):
+        ratio = log_is_ratio.exp()
+        kept = (ratio >= (p.is_clip_min or 0.0)) & (ratio <= (p.is_clip_max or math.inf))
+        if not bool(kept.any()):
+            gaps.append("every IS weight is masked to 0: verl's IS metrics divide by zero (its ESS)")
+    return gaps
+
+
 def loss_gaps(result: StepResult) -> list[str]:
     p = result.params
     gaps = [g for g in advantage_gaps(result) if not g.startswith("population")]  # population: app's A is fed
-    ratio_hit = bool((column(result, "logp") - column(result, "logp_old")).abs().max() > VERL_LOG_RATIO_BOUND)
-    if not clamp_agrees(p.log_ratio_clamp, VERL_LOG_RATIO_BOUND, any_flag(result, "ratio_clamped"), ratio_hit):
-        gaps.append(f"the ratio's log clamp: app {p.log_ratio_clamp}, verl ±20, and one binds")
+    log_ratio = column(result, "logp") - column(result, "logp_old")
+    mode = loss_mode(p)
+    if p.policy_loss == "cispo" and p.importance_sampling_level == "sequence":
+        gaps.append("a sequence-level CISPO: verl's cispo is token-level")
+    if mode == "gspo":
+        # verl's GSPO clamps the sequence's log-ratio from above at 10 only, and has no dual clip
+        seq = getattr(result, "sequence_log_ratio", log_ratio)
+        if any_flag(result, "ratio_clamped") or bool(seq.max() > VERL_GSPO_LOG_BOUND):
+            gaps.append("a clamp of the sequence log-ratio binds (verl's GSPO: at 10, from above only)")
+        if any_flag(result, "dual_clip_hit"):
+            gaps.append("the dual clip binds; verl's GSPO has none")
+        if p.is_correction.startswith("token"):
+            gaps.append("token-level IS weights with GSPO: verl's straight-through ratio puts each token's weight "
+                        "on that token's gradient alone (test_gspo_straight_through_gradient)")
+    else:
+        ratio_hit = bool(log_ratio.abs().max() > VERL_LOG_RATIO_BOUND)
+        if not clamp_agrees(p.log_ratio_clamp, VERL_LOG_RATIO_BOUND, any_flag(result, "ratio_clamped"), ratio_hit):
+            gaps.append(f"the ratio's log clamp: app {p.log_ratio_clamp}, verl ±20, and one binds")
+    gaps += is_gaps(p, getattr(result, "log_is_ratio", None))
     if p.kl_placement == "loss" and p.beta > 0:
         if p.kl_bias_correction:
             gaps.append("kl_bias_correction (k3 x rho): verl has none")
@@ -160,27 +226,52 @@ def loss_gaps(result: StepResult) -> list[str]:
 
 def actor_config(p: Conventions, group_size: int) -> ActorConfig:
     kl_in_loss = p.kl_placement == "loss" and p.beta > 0
+    mode = loss_mode(p)
+    # verl's cispo clamps rho to [1 - clip_ratio_low, 1 + clip_ratio_high]: the app's (TRL's) cap eps_high is
+    # clip_ratio_high = eps_high - 1, and clip_ratio_low = 1 a lower bound of 0, which no ratio reaches
+    low, high = (1.0, p.clip_epsilon_high - 1) if mode == "cispo" else (p.clip_epsilon, p.clip_epsilon_high)
     return ActorConfig(
         strategy="fsdp", rollout_n=group_size, ppo_mini_batch_size=1, ppo_micro_batch_size_per_gpu=group_size,
-        clip_ratio=p.clip_epsilon, clip_ratio_low=p.clip_epsilon, clip_ratio_high=p.clip_epsilon_high,
+        clip_ratio=low, clip_ratio_low=low, clip_ratio_high=high, policy_loss=PolicyLossConfig(loss_mode=mode),
         clip_ratio_c=NO_DUAL_CLIP if p.dual_clip is None else p.dual_clip,
         loss_agg_mode=AGG_MODES[p.loss_aggregation],
         loss_scale_factor=p.max_length if p.loss_aggregation == "token_sum_norm" else None,
         use_kl_loss=kl_in_loss, kl_loss_coef=p.beta if kl_in_loss else 0.0, kl_loss_type=KL_NAMES[p.kl_estimator])
 
 
+def verl_is_weights(p: Conventions, logp_old: torch.Tensor, logp_sampling: torch.Tensor,
+                    response_mask: torch.Tensor) -> torch.Tensor | None:
+    """verl's rollout-correction weights (rollout_corr_helper.compute_rollout_correction_weights, as the trainer
+    computes them) for the app's is_correction: rollout_is token / sequence; truncate -> TIS with the upper
+    bound; mask -> IcePop "lower_upper" (an absent bound: 1e-300 or 1e300, beyond every weight verl can make)."""
+    if p.is_correction == "none":
+        return None
+    level, how = p.is_correction.split("_")
+    if how == "truncate":
+        threshold: str | float = p.is_clip_max
+    else:
+        threshold = f"{p.is_clip_min if p.is_clip_min is not None else 1e-300}_" \
+                    f"{p.is_clip_max if p.is_clip_max is not None else 1e300}"
+    weights, _ = compute_rollout_correction_weights(log_ratio=logp_old - logp_sampling, response_mask=response_mask,
+                                                    rollout_is=level, rollout_is_threshold=threshold)
+    return weights
+
+
 def verl_loss(result: StepResult, advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """verl's actor loss on the app's step; returns (loss, d loss / d logp_i as (G,))."""
+    """verl's actor loss on the app's step; returns (loss, d loss / d logp_i as (G,)). With an IS correction
+    the rollout engine's log-probs are log pi_old: the toy's pi_old sampled its group itself."""
     size = len(result.samples)
     logp = as_column(column(result, "logp")).requires_grad_(True)
-    loss = verl_actor_loss(actor_config(result.params, size), logp, as_column(column(result, "logp_old")),
-                           as_column(column(result, "logp_ref")), as_column(advantages),
-                           torch.ones(size, 1, dtype=torch.int64))
+    logp_old, mask = as_column(column(result, "logp_old")), torch.ones(size, 1, dtype=torch.int64)
+    loss = verl_actor_loss(actor_config(result.params, size), logp, logp_old, as_column(column(result, "logp_ref")),
+                           as_column(advantages), mask,
+                           rollout_is_weights=verl_is_weights(result.params, logp_old, logp_old, mask))
     return loss, logp.grad[:, 0]
 
 
 def verl_actor_loss(config: ActorConfig, logp: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.Tensor,
-                    advantages: torch.Tensor, response_mask: torch.Tensor, prompt_length: int = 1) -> torch.Tensor:
+                    advantages: torch.Tensor, response_mask: torch.Tensor, prompt_length: int = 1,
+                    rollout_is_weights: torch.Tensor | None = None) -> torch.Tensor:
     """verl's actor loss `ppo_loss` on (G, T) right-padded responses after `prompt_length` prompt tokens;
     `logp` is a leaf, so after this returns (it runs backward) logp.grad is verl's d loss / d logp."""
     size, width = logp.shape
@@ -196,6 +287,7 @@ def verl_actor_loss(config: ActorConfig, logp: torch.Tensor, logp_old: torch.Ten
         "prompts": ids, "responses": torch.zeros(size, width, dtype=torch.int64),
         "attention_mask": torch.cat([torch.ones_like(ids), mask], dim=1), "response_mask": mask,
         "old_log_probs": logp_old, "ref_log_prob": logp_ref, "advantages": advantages,
+        **({} if rollout_is_weights is None else {"rollout_is_weights": rollout_is_weights}),
     }, batch_size=[size])
     # what the FSDP engine assigns before calling the loss (workers/engine/fsdp/transformer_impl.py
     # forward_backward_batch: batch_num_tokens = loss_mask.sum()) and the trainer (global_batch_size):
@@ -262,7 +354,9 @@ def test_the_spread_reaches_what_it_claims():
         for flag in case.hits:
             assert any_flag(result, flag), f"{case.id} no longer reaches {flag}"
     compared = {c.id for c in CASES if not loss_gaps(run_case(c))}
-    for needed in ("verl-dual-clip-hit", "deepseekmath-dual-clip3-hit", "verl-clamps-hit", "verl-kl-clamp-hit",
+    for needed in ("preset-gspo", "gspo-eps0.2", "verl-sequence", "preset-cispo", "verl-cispo-cap1.2",
+                   "cispo-cap1.1-one-of-eight", "cispo-dual-clip-step",
+                   "verl-dual-clip-hit", "deepseekmath-dual-clip3-hit", "verl-clamps-hit", "verl-kl-clamp-hit",
                    "dapo-clamps-hit", "verl-iteration20", "kl-reward-k1", "kl-reward-k2", "verl-kl-reward-k3",
                    "verl-kl-k1", "verl-kl-k2",
                    "verl-kl-k2-unclamped", "verl-token-sum-norm-L3", "verl-sample-mean", "std-population"):
@@ -364,3 +458,111 @@ def test_conventions_group_advantages(std):
             rewards.unsqueeze(1), torch.ones(len(rewards), 1), np.zeros(len(rewards)), epsilon=1e-6,
             norm_adv_by_std_in_grpo=std == "sample")
         agree(FRAMEWORK, "conventions.group_advantages (synthetic)", f"{std}, G={len(rewards)}", theirs[:, 0], ours)
+
+
+# --- the 2026 conventions (issue 23): verl's GSPO and CISPO policy losses, called directly --------------
+
+def synthetic_policy_case(seed: int = 4):
+    gen, mask = ragged()
+    gen.manual_seed(seed)
+    old = -torch.rand(mask.shape, generator=gen, dtype=torch.float64) * 3 - 0.05
+    log_ratio = torch.randn(mask.shape, generator=gen, dtype=torch.float64) * 0.5
+    advantages = torch.tensor([[-0.9], [1.1], [0.4], [-0.3], [1.3]], dtype=torch.float64).expand_as(mask).clone()
+    return mask, old, log_ratio, advantages
+
+
+def app_policy_loss(p: Conventions, logp, old, advantages, mask, weights=None):
+    """The app's conventions functions as token_grpo_step composes them (β = 0), then minus."""
+    log_ratio, _ = conv.policy_log_ratio(logp, old, mask, p.importance_sampling_level, p.log_ratio_clamp)
+    ratio = torch.exp(log_ratio) * mask
+    surrogate = conv.policy_surrogate(p.policy_loss, ratio, advantages * mask, logp, p.clip_epsilon,
+                                      p.clip_epsilon_high, p.dual_clip)
+    value = surrogate.value if weights is None else surrogate.value * weights
+    return -conv.aggregate(value * mask, mask, p.loss_aggregation, p.max_length), surrogate
+
+
+VERL_POLICY_LOSSES = {"gspo": core_algos.compute_policy_loss_gspo, "cispo": core_algos.compute_policy_loss_cispo}
+
+
+@pytest.mark.parametrize("agg", list(AGG_MODES))
+@pytest.mark.parametrize("fields", [
+    {"preset": "gspo", "clip_epsilon": 0.05, "clip_epsilon_high": 0.06}, {"preset": "gspo"},
+    {"preset": "cispo", "clip_epsilon_high": 1.2}, {"preset": "cispo"},
+    {"policy_loss": "cispo", "clip_epsilon_high": 0.9},
+], ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()))
+def test_conventions_gspo_and_cispo_against_verl(fields, agg):
+    """compute_policy_loss_gspo / compute_policy_loss_cispo (core_algos.py, verl 0.9.1) equal the app's
+    policy_log_ratio + policy_surrogate + aggregate on ragged completions, loss and d loss / d logp. verl's
+    GSPO ratio is the straight-through s_i·π/sg(π): the value s_i, the gradient per token s_i — the app's
+    exp(mean log-ratio) gives each token s_i/|o_i| of it, and the aggregation's |o_i| equal weights add it up
+    to the same. verl's CISPO clamps to [1 - clip_ratio_low, 1 + clip_ratio_high]: the app's cap eps_high
+    with clip_ratio_high = eps_high - 1 and a lower bound of 0."""
+    p = Conventions(**fields, loss_aggregation=agg, max_length=9)
+    mask, old, log_ratio, advantages = synthetic_policy_case()
+    mode = loss_mode(p)
+    config = actor_config(p, 5)
+    config.global_batch_info["loss_scale_factor"] = config.loss_scale_factor  # as ppo_loss sets it before the call
+    results = []
+    for side in ("app", "verl"):
+        logp = (old + log_ratio).requires_grad_(True)
+        if side == "app":
+            loss, surrogate = app_policy_loss(p, logp, old, advantages[:, :1], mask)
+            if fields.get("clip_epsilon_high") in (0.06, 1.2):
+                assert surrogate.clip_active.any() and not surrogate.clip_active.all()
+        else:
+            loss, _ = VERL_POLICY_LOSSES[mode](old, logp, advantages, mask.to(torch.bool), AGG_MODES[agg], config)
+        loss.backward()
+        results.append((loss.detach(), logp.grad))
+    (app_loss, app_grad), (verl_loss_, verl_grad) = results
+    where = f"{','.join(f'{k}={v}' for k, v in fields.items())}, {agg}, 1..7 tokens"
+    agree(FRAMEWORK, f"conventions.{mode} loss (synthetic)", where, verl_loss_, app_loss)
+    agree(FRAMEWORK, f"conventions.{mode} d loss / d logp (synthetic)", where, verl_grad, app_grad)
+
+
+def test_gspo_straight_through_gradient():
+    """Where per-token weights differ within a completion (token-level IS weights), verl's straight-through
+    GSPO ratio gives each token its own weight's share of the gradient; the app's (TRL's) sequence ratio
+    spreads the completion's weighted sum over its tokens. The same loss, other gradients: so the peers do
+    not compare GSPO with token-level IS weights against verl (loss_gaps)."""
+    p = Conventions(preset="gspo", clip_epsilon=0.5, clip_epsilon_high=0.5)
+    mask, old, log_ratio, advantages = synthetic_policy_case()
+    weights = (torch.arange(mask.shape[1], dtype=torch.float64) * 0.3 + 0.4).expand_as(mask) * mask
+    results = []
+    for side in ("app", "verl"):
+        logp = (old + log_ratio).requires_grad_(True)
+        if side == "app":
+            loss, _ = app_policy_loss(p, logp, old, advantages[:, :1], mask, weights)
+        else:
+            loss, _ = core_algos.compute_policy_loss_gspo(old, logp, advantages, mask.to(torch.bool),
+                                                          "seq-mean-token-mean", actor_config(p, 5),
+                                                          rollout_is_weights=weights)
+        loss.backward()
+        results.append((loss.detach(), logp.grad))
+    (app_loss, app_grad), (verl_loss_, verl_grad) = results
+    assert relative_difference(verl_loss_, app_loss) < 1e-14
+    assert relative_difference(verl_grad, app_grad) > 1e-2
+    # each completion's gradient sums to the same total: only its spread over the tokens differs
+    assert relative_difference(verl_grad.sum(-1), app_grad.sum(-1)) < 1e-14
+
+
+def test_verl_cispo_defaults_clamp_from_below_too():
+    """verl's cispo with its ActorConfig defaults (clip_ratio_low = clip_ratio_high = 0.2) clamps the ratio to
+    [0.8, 1.2]: two-sided, where TRL's (the app's) caps it from above only. The app's cispo with cap 1.2 is
+    verl's only where no ratio is below 0.8 — here some are, and the gradients differ."""
+    p = Conventions(preset="cispo", clip_epsilon_high=1.2)
+    mask, old, log_ratio, advantages = synthetic_policy_case()
+    assert bool((log_ratio.exp()[mask.bool()] < 0.8).any())
+    results = []
+    for side in ("app", "verl"):
+        logp = (old + log_ratio).requires_grad_(True)
+        if side == "app":
+            loss, _ = app_policy_loss(p, logp, old, advantages[:, :1], mask)
+        else:
+            defaults = ActorConfig(strategy="fsdp", rollout_n=5, ppo_micro_batch_size_per_gpu=5,
+                                   policy_loss=PolicyLossConfig(loss_mode="cispo"))
+            assert (defaults.clip_ratio_low, defaults.clip_ratio_high) == (0.2, 0.2)
+            loss, _ = core_algos.compute_policy_loss_cispo(old, logp, advantages, mask.to(torch.bool), "token-mean",
+                                                           defaults)
+        loss.backward()
+        results.append(logp.grad)
+    assert relative_difference(results[1], results[0]) > 1e-2

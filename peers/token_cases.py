@@ -9,7 +9,10 @@ rewards, and computes three (G, T) per-token log-prob tensors with the model's o
 - log pi_ref: the base with its weights perturbed (seeded Gaussian noise), so the KL is not 0
   and a KL in the reward (computed from pi_old) is not 0 either;
 - log pi: the base after a few AdamW steps of the app's own `token_grpo_step` loss on that group
-  (DeepSeekMath conventions), so ratios differ from 1 and some tokens clip.
+  (DeepSeekMath conventions), so ratios differ from 1 and some tokens clip;
+- log pi_sampling, the rollout engine's log-probs (vLLM's, for TRL's IS correction): log pi_old plus
+  seeded Gaussian noise (std 0.6) on the real tokens, so that exp(log pi_old - log pi_sampling) exceeds TRL's
+  clip max of 3 on some tokens and, summed over a completion, on many sequences (and falls below 0.5 on others).
 
 The tests feed exactly these padded tensors (padding positions included, as the model computed
 them) to the app's `token_grpo_step` and to TRL's and verl's own functions. `TokenRows` shows a
@@ -43,6 +46,8 @@ WITH_LANGUAGE = ("accuracy", "format", "language")
 # How pi is made from the base: the paper's conventions, on the group's own rewards
 TRAINING = Conventions(preset="deepseekmath")
 AGGREGATIONS = ("sample_mean", "token_mean", "token_sum_norm")
+SAMPLING_NOISE = 0.6  # std of log pi_sampling - log pi_old on each real token
+IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,7 @@ class TokenGroup:
     logp: torch.Tensor  # (G, T) log pi, padding positions included
     logp_old: torch.Tensor
     logp_ref: torch.Tensor
+    logp_sampling: torch.Tensor  # the rollout engine's; padding positions hold 0 (as TRL pads them)
 
     @property
     def lengths(self) -> list[int]:
@@ -138,7 +144,11 @@ def build_group(case: GroupCase) -> TokenGroup:
             for p in policy.parameters():
                 p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * case.policy_noise)
     logp = _logprobs(policy.eval(), ids, length)
-    return TokenGroup(case, ids, length, tuple(group.completions), mask, rewards, logp, logp_old, logp_ref)
+    rollout = torch.Generator().manual_seed(20_000 + case.seed)
+    logp_sampling = (logp_old + torch.randn(logp_old.shape, generator=rollout, dtype=torch.float64)
+                     * SAMPLING_NOISE) * mask
+    return TokenGroup(case, ids, length, tuple(group.completions), mask, rewards, logp, logp_old, logp_ref,
+                      logp_sampling)
 
 
 # --- conventions ---------------------------------------------------------------------------------
@@ -173,6 +183,32 @@ CONVENTION_CASES: tuple[ConventionCase, ...] = (
                                                      "beta": 0.1}), advantages=True)
       for k in ("k1", "k3")),
     ConventionCase("dr_grpo-beta0.04", _params({"preset": "dr_grpo", "beta": 0.04})),
+    # the 2026 conventions (issue 23). GSPO's sequence ratio with a band that clips some completions, not all,
+    # with TRL's KL term (x the sequence ratio), and under verl's preset (verl: loss_mode gspo)
+    ConventionCase("gspo-eps0.2", _params({"preset": "gspo", "clip_epsilon": 0.2})),
+    *(ConventionCase(f"gspo-eps0.2-{agg}", _params({"preset": "gspo", "clip_epsilon": 0.2, "loss_aggregation": agg}))
+      for agg in ("token_mean", "token_sum_norm")),
+    ConventionCase("trl-sequence-beta0.04", _params({"preset": "trl", "importance_sampling_level": "sequence",
+                                                     "beta": 0.04})),
+    ConventionCase("verl-sequence", _params({"preset": "verl", "importance_sampling_level": "sequence"})),
+    # CISPO with a cap some ratios pass (TRL's 5 binds nowhere here), with TRL's KL term, and under verl's
+    # preset (verl: loss_mode cispo, clip_ratio_high = cap - 1, no lower bound)
+    ConventionCase("cispo-cap1.2", _params({"preset": "cispo", "clip_epsilon_high": 1.2})),
+    ConventionCase("cispo-cap1.2-beta0.04", _params({"preset": "cispo", "clip_epsilon_high": 1.2, "beta": 0.04})),
+    ConventionCase("cispo-cap1.2-sample_mean", _params({"preset": "cispo", "clip_epsilon_high": 1.2,
+                                                        "loss_aggregation": "sample_mean"})),
+    ConventionCase("verl-cispo-cap1.2", _params({"preset": "verl", "policy_loss": "cispo", "clip_epsilon_high": 1.2})),
+    # TRL's vLLM IS correction, each mode: TRL's default bounds (none, 3), then [0.5, 2]
+    *(ConventionCase(f"trl-is-{m}", _params({"preset": "trl", "is_correction": m})) for m in IS_MODES),
+    *(ConventionCase(f"trl-is-{m}-0.5-2", _params({"preset": "trl", "is_correction": m, "is_clip_min": 0.5,
+                                                   "is_clip_max": 2.0, "beta": 0.04})) for m in IS_MODES),
+    ConventionCase("gspo-eps0.2-is-sequence_mask", _params({"preset": "gspo", "clip_epsilon": 0.2,
+                                                            "is_correction": "sequence_mask"})),
+    ConventionCase("cispo-cap1.2-is-token_truncate", _params({"preset": "cispo", "clip_epsilon_high": 1.2,
+                                                              "is_correction": "token_truncate"})),
+    ConventionCase("verl-is-token_truncate", _params({"preset": "verl", "is_correction": "token_truncate"})),
+    ConventionCase("verl-is-sequence_mask-0.5-2", _params({"preset": "verl", "is_correction": "sequence_mask",
+                                                           "is_clip_min": 0.5, "is_clip_max": 2.0})),
 )
 
 
@@ -185,7 +221,8 @@ def grpo_params(case: ConventionCase) -> GRPOParams:
 def app_step(group: TokenGroup, conventions: Conventions) -> tuple[TokenStep, torch.Tensor]:
     """The app's token-level step on the group, and d loss / d logp (G, T) from autograd on a leaf."""
     logp = group.logp.clone().requires_grad_(True)
-    step = token_grpo_step(logp, group.logp_old, group.logp_ref, group.rewards, group.mask, conventions)
+    step = token_grpo_step(logp, group.logp_old, group.logp_ref, group.rewards, group.mask, conventions,
+                           logp_sampling=group.logp_sampling)
     step.loss.backward()
     return step, logp.grad
 
@@ -196,6 +233,8 @@ class TokenRows:
     row per real (unpadded) token with the columns and flags they read."""
     params: GRPOParams
     samples: list[dict]
+    sequence_log_ratio: torch.Tensor  # (G,) each completion's mean log pi - log pi_old (GSPO's, before a clamp)
+    log_is_ratio: torch.Tensor | None  # the IS correction's log-ratios: per token, or per sequence (summed)
 
 
 def token_rows(group: TokenGroup, params: GRPOParams, step: TokenStep) -> TokenRows:
@@ -207,9 +246,16 @@ def token_rows(group: TokenGroup, params: GRPOParams, step: TokenStep) -> TokenR
         "logp": group.logp, "logp_old": group.logp_old, "logp_ref": group.logp_ref,
         "divergence": step.kl.detach(),  # the app's estimate (after its clamps), of pi_old with the KL in the reward
         "dual_clip_hit": step.dual_clip_hit, "clip_active": step.clip_active,
-        "ratio_clamped": conv.clamp_log_ratio(group.logp - group.logp_old, c.log_ratio_clamp)[1],
+        "ratio_clamped": conv.policy_log_ratio(group.logp, group.logp_old, group.mask, c.importance_sampling_level,
+                                               c.log_ratio_clamp)[1].expand_as(on),
+        "clip_high": step.clip_high, "is_bound_hit": step.is_bound_hit,
         "kl_log_ratio_clamped": kl.log_ratio_clamped, "kl_clamped": kl.kl_clamped,
     }
     rows = [{name: (bool(t[i, j]) if t.dtype == torch.bool else float(t[i, j])) for name, t in columns.items()}
             for i, j in on.nonzero().tolist()]
-    return TokenRows(params, rows)
+    sequence = conv.policy_log_ratio(group.logp, group.logp_old, group.mask, "sequence", None)[0][:, 0]
+    log_is = None
+    if c.is_correction != "none":
+        diff = (group.logp_old - group.logp_sampling) * group.mask
+        log_is = diff.sum(-1) if c.is_correction.startswith("sequence") else diff[on]
+    return TokenRows(params, rows, sequence, log_is)
