@@ -16,17 +16,19 @@ from pydantic import BaseModel
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot
-from app.domain.uploads import MAX_BYTES, UploadRejected
+from app.domain.uploads import MAX_UPLOAD_BYTES, UploadRejected
 from app.web.errors import NotFound, NotRunnable
 from app.web.executor import ComputeExecutor
+from app.web.middleware.limits import UPLOAD_LIMITS
 from app.web.schemas.errors import ValidationErrorBody, error
 
 
 async def read_capped(file: UploadFile) -> bytes:
-    """Read at most MAX_BYTES + 1: the cap holds however big the body claims to be."""
-    raw = await file.read(MAX_BYTES + 1)
-    if len(raw) > MAX_BYTES:
-        raise UploadRejected(413, "the file is larger than the 2 MB limit")
+    """Read at most MAX_UPLOAD_BYTES + 1, the largest file of any format, however big the body
+    claims to be; the store then applies the file's own format's limit (UploadStore.add)."""
+    raw = await file.read(MAX_UPLOAD_BYTES + 1)
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise UploadRejected(413, f"the file is larger than the upload limit ({UPLOAD_LIMITS})")
     return raw
 
 

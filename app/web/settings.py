@@ -37,8 +37,9 @@ class Settings(BaseSettings):
     response_cache_mb: int = Field(64, ge=0, le=4096)
     # Limits at the edge (README "Limits"): a computation waits at most COMPUTE_WAIT_S for a
     # slot (then 503); a request head over MAX_HEADER_KB gets 431, one not complete within
-    # HEADER_TIMEOUT_S gets 408; a body over MAX_BODY_KB gets 413 (the upload routes: their
-    # 2 MB file plus 64 KiB of form), and KEEP_ALIVE_S closes a connection idle between requests.
+    # HEADER_TIMEOUT_S gets 408; a body over MAX_BODY_KB gets 413 (the upload routes: a 32 MB
+    # file plus 64 KiB of form; the store then holds a snapshot to 2 MB), and KEEP_ALIVE_S closes
+    # a connection idle between requests.
     compute_wait_s: float = Field(2.0, gt=0, le=60)
     max_header_kb: int = Field(64, ge=1, le=1024)
     header_timeout_s: float = Field(10.0, gt=0, le=600)

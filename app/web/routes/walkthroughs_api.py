@@ -39,7 +39,7 @@ def get_walkthrough(walkthrough_id: str, cat: CatalogDep) -> dict:
 @router.post("/walkthroughs", status_code=201, responses={
     201: {"model": UploadBody, "description": "Uploaded"},
     200: {"model": UploadBody, "description": "Already uploaded"},
-    413: error("Over 2 MB"),
+    413: error("Too large: a step record may be up to 32 MB, a tensorviz snapshot up to 2 MB."),
     # UploadRejected sends {"error"}; a request without a `file` part gets the validation body
     422: error("Not a valid export (`error` says why), or no `file` part (`detail` names it).",
                ErrorBody | ValidationErrorBody),
