@@ -99,11 +99,13 @@ def app_command(python: str, port: int, device: str, log_level: str) -> list[str
 
 
 @contextmanager
-def server(python: str, device: str, log_level: str, log_path: Path):
-    """The app on a free port, healthy, for the phases that talk HTTP; stopped on the way out."""
+def server(python: str, device: str, log_level: str, log_path: Path, env: dict | None = None):
+    """The app on a free port, healthy, for the phases that talk HTTP; stopped on the way out.
+    `env`: variables set for this process only (the record phase gives it a DATA_DIR of its own)."""
     port = free_port()
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(app_command(python, port, device, log_level), cwd=ROOT,
+                                env={**os.environ, **env} if env else None,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_healthy(proc, port, 90)

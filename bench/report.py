@@ -13,6 +13,7 @@ import math
 from bench.common import GROUP_SIZES, SCALES
 
 TINY_LM_STEPS = ("sample", "rewards", "advantages", "ratio", "kl", "aggregation", "update")
+RECORD_STEPS = ("group", "ratio", "kl", "loss", "diagnostics")  # a step record's pages (issue 23)
 TINY_LM_PATHS = ("r1_zero", "r1", "distillation", "r1_zero_dr_grpo", "distillation_cold")
 PATH_NOTES = {"distillation": "; R1 cached from the r1 run", "r1_zero_dr_grpo": "; Dr. GRPO's conventions",
               "distillation_cold": "; R1 run inside it"}
@@ -60,6 +61,12 @@ FIGURES = (
     "overload_200", "overload_503", "overload_wrong",
     "job_lm_scale", "job_lm_done_s", "job_lm_run_s", "job_toy_done_s", "job_done_first_read_ms",
     "job_done_rps", "job_done_p50_ms", "job_done_p99_ms",
+    # a step record at G 16 x 4,096 tokens (issue 23): bench/phases/record.py
+    "record_group_size", "record_completion_tokens", "record_tokens",
+    "record_file_compact_bytes", "record_file_compact_f32_bytes", "record_file_list_bytes",
+    "record_upload_s", "record_upload_list_s",
+    *(f"record_{kind}_{s}_{w}_ms" for kind in ("open", "html") for s in RECORD_STEPS for w in ("cold", "warm")),
+    *(f"record_page_{s}_bytes" for s in RECORD_STEPS), *(f"record_page_{s}_gzip_bytes" for s in RECORD_STEPS),
 )
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
@@ -223,6 +230,8 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
         t_row("overload_page"),
         lambda: info("overload: the 64's answers, 200 / 503 + Retry-After / wrong",
                      f"{f['overload_200']} / {f['overload_503']} / {f['overload_wrong']}"),
+        # a step record (issue 23): phases/record.py
+        *_record_rows(f, info),
     ]
     rows = []
     for make in makers:  # a row whose figures or target this run lacks (`--phases`) is left out
@@ -233,6 +242,38 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
         if row is not None:
             rows.append(row)
     return rows
+
+
+def _record_rows(f: dict, info) -> list:
+    """The step record's rows: its files, its upload, each step page's first view and weight."""
+    def scale():
+        return (f"step record G {int(f['record_group_size'])} × {int(f['record_completion_tokens']):,} "
+                f"({int(f['record_tokens']):,} tokens)").replace(",", " ")
+
+    def each(fmt_one, key):  # key: a figure's name with {} for the step
+        return " / ".join(fmt_one(f[key.format(s)]) for s in RECORD_STEPS)
+
+    steps = " / ".join(RECORD_STEPS)
+    return [
+        lambda: info(scale() + ": file, compact float64 (uploaded) / compact float32 (the TRL recorder's) / lists",
+                     " / ".join(fmt(f[k], "bytes") for k in ("record_file_compact_bytes",
+                                                             "record_file_compact_f32_bytes",
+                                                             "record_file_list_bytes")), "bytes"),
+        lambda: info(scale() + ": upload, compact / lists (POST → answer)",
+                     f"{f['record_upload_s']:.2f} / {f['record_upload_list_s']:.2f}", "s"),
+        lambda: info(f"step record pages {steps}: first view, cold (first request after upload)",
+                     each(lambda v: f"{v:.0f}", "record_open_{}_cold_ms"), "ms"),
+        lambda: info(f"step record pages {steps}: first view, warm",
+                     each(lambda v: f"{v:.0f}", "record_open_{}_warm_ms"), "ms"),
+        lambda: info(f"step record pages {steps}: HTML received (responseEnd), cold",
+                     each(lambda v: f"{v:.0f}", "record_html_{}_cold_ms"), "ms"),
+        lambda: info(f"step record pages {steps}: HTML received, warm",
+                     each(lambda v: f"{v:.0f}", "record_html_{}_warm_ms"), "ms"),
+        lambda: info(f"step record pages {steps}: HTML, gzip",
+                     each(lambda v: fmt(v, "bytes"), "record_page_{}_gzip_bytes"), "bytes"),
+        lambda: info(f"step record pages {steps}: HTML, raw",
+                     each(lambda v: fmt(v, "bytes"), "record_page_{}_bytes"), "bytes"),
+    ]
 
 
 def markdown_table(rows) -> str:

@@ -21,8 +21,10 @@ is reported, not raised.
 
 Phases, in the order they run: startup, engine, http, page_weight, browser (the toy), then the
 tiny LM's token_step, paths and tiny_lm_page (issue 13), and overload (issue 21: 64 clients of
-G = 4096 tensors while /healthz and a viewed page are timed). http needs engine (it takes step
-samples next to its wrk runs), so selecting http selects engine.
+G = 4096 tensors while /healthz and a viewed page are timed), then record (issue 23: a G 16 x
+4,096-token step record uploaded and its five step pages opened, against an app of its own over a
+temporary DATA_DIR). http needs engine (it takes step samples next to its wrk runs), so selecting
+http selects engine.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ from bench.phases.http import http_phase
 from bench.phases.jobs import jobs_phase
 from bench.phases.overload import overload_phase
 from bench.phases.page_weight import page_weight
+from bench.phases.record import record_phase
 from bench.phases.startup import startup_phase
 from bench.phases.tiny_lm import paths_phase, token_step_phase
 from bench.phases.tiny_lm_page import tiny_lm_page_weight
@@ -67,7 +70,7 @@ from bench.wrk import parse_wrk
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
 PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "jobs",
-          "overload")
+          "overload", "record")
 # run against one app process
 HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "jobs", "overload"})
 
@@ -130,6 +133,7 @@ def parse_args(argv=None):
     args.token_repeats = 1 if smoke else 3
     args.jobs_scale = 0.02 if smoke else 0.25  # the jobs phase's tiny-LM path (issue 21)
     args.overload_seconds = 3.0 if smoke else 10.0  # 64 clients of G = 4096 tensors (issue 21)
+    args.record_loads = 1 if smoke else 5  # warm loads of each step record page (issue 23)
     return args
 
 
@@ -139,7 +143,7 @@ def main(argv=None) -> int:
     if "http" in selected and shutil.which("wrk") is None:
         print("error: wrk not found (make bench installs it: apt-get install wrk)", file=sys.stderr)
         return 2
-    if "browser" in selected and not Path(args.chromium).exists():
+    if {"browser", "record"} & set(selected) and not Path(args.chromium).exists():
         print(f"error: Chromium not found at {args.chromium} (set CHROMIUM_PATH or run `make chromium`)",
               file=sys.stderr)
         return 2
@@ -194,6 +198,8 @@ def main(argv=None) -> int:
                 jobs_phase(port, args, figures, details)
             if "overload" in selected:  # last: its thousands of answers crowd the response cache
                 overload_phase(port, args, figures, details)
+    if "record" in selected:  # its own app (a temporary DATA_DIR), after the shared one has stopped
+        record_phase(args, figures, details, log_path)
     if "http" in selected:
         figures["web_overhead_ms"] = figures["tensors_uncached_c1_p50_ms"] - figures["engine_step_ms"]
     if "engine" in selected:
@@ -230,7 +236,7 @@ def main(argv=None) -> int:
                      "page_loads": args.page_loads, "step_changes": args.step_changes,
                      "scaling_time": "process CPU time (time.process_time), median",
                      "paths_scale": args.paths_scale, "token_seeds": args.token_seeds,
-                     "token_repeats": args.token_repeats,
+                     "token_repeats": args.token_repeats, "record_loads": args.record_loads,
                      "first_load_limit_bytes": FIRST_LOAD_LIMIT_BYTES},
         "figures": figures,
         "targets": targets,

@@ -118,6 +118,11 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert results["details"]["first_load_files"][0]["path"] == "/walkthroughs/toy_grpo/steps/advantages"  # a step page
     assert [p["status"] for p in results["details"]["tiny_lm_pages"]] == [[200, 200]] * 7
     assert results["details"]["paths"]["distillation"]["r1_cached"]
+    # the step record (issue 23): five pages, each 200 cold, warm and for its weight; six new uploads
+    record = results["details"]["record"]
+    assert [p["step"] for p in record["pages"]] == ["group", "ratio", "kl", "loss", "diagnostics"]
+    assert all(set(p["status"]) == {200} and p["gzip_encoding"] == "gzip" for p in record["pages"]), record["pages"]
+    assert [u["status"] for u in record["uploads"]] == [201] * 6
     assert not results["details"].get("http_errors"), results["details"]["http_errors"]
     # One table, one row per target, printed and stored.
     assert "| figure | value | target | ratio | met? |" in proc.stdout
