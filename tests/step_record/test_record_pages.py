@@ -163,3 +163,19 @@ def test_the_upload_page_opens_a_record_at_its_first_step(client):
                            follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"].endswith("/steps/group")
     assert "GRPO step record" in client.get("/walkthroughs/new").text
+
+
+def test_a_dr_grpo_what_if_divides_by_the_records_max_length(client, record_id):
+    """Dr. GRPO's constant is the run's max_completion_length: the what-if takes the record's (600 here),
+    not the Conventions default of 1, unless the URL names another."""
+    from app.engine.grpo.params import Conventions
+    from app.kinds.step_record.engine.recompute import recompute
+
+    record = client.app.state.catalog.get(record_id).payload
+    expected = recompute(record, Conventions(preset="dr_grpo", max_length=600)).loss
+    soup = page(client, f"/walkthroughs/{record_id}/steps/loss?preset=dr_grpo")
+    loss = next(tr for tr in soup.select("#record-compare tr") if tr.th and tr.th.get_text() == "loss")
+    assert float(loss.select("td")[1].span["data-value"]) == pytest.approx(expected, rel=1e-12)
+    soup = page(client, f"/walkthroughs/{record_id}/steps/loss?preset=dr_grpo&max_length=1200")
+    loss = next(tr for tr in soup.select("#record-compare tr") if tr.th and tr.th.get_text() == "loss")
+    assert float(loss.select("td")[1].span["data-value"]) == pytest.approx(expected / 2, rel=1e-12)

@@ -137,8 +137,13 @@ def _nodes(logp: torch.Tensor, step: TokenStep, loss: torch.Tensor, advantages: 
         return x.detach().numpy().copy(), grad
 
     objective = step.objective
+    # L enters the loss through per_token = (L·IS weight − β·KL)·mask: ∂loss/∂L follows from it
+    # (step.surrogate is L masked, a copy off the loss's path)
+    assert step.per_token.grad is not None
+    surrogate_grad = (step.per_token.grad * step.is_weight).detach().numpy().copy()
     return {"input": (rewards, None), "policy": pair(logp), "advantages": (advantages, None),
-            "ratio": pair(step.ratio), "clipped": pair(step.surrogate), "divergence": pair(step.kl),
+            "ratio": pair(step.ratio), "clipped": (step.surrogate.detach().numpy().copy(), surrogate_grad),
+            "divergence": pair(step.kl),
             "aggregate": pair(objective), "neg@RecordedGRPO#0": pair(loss), "output": pair(loss)}
 
 

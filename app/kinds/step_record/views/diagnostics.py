@@ -37,17 +37,18 @@ def loss_near_zero(record: StepRecord, r: Recomputed, link: Link) -> Finding:
     means = [float(np.mean(r.advantages[[k for k, c in enumerate(r.completions) if c.group == g]]))
              for g in range(len(record.groups))]
     centred = max(abs(m) for m in means)
-    small = abs(r.loss) <= 0.05 * r.scale if r.scale > 0 else True
+    # "about 0": under 1% of what its terms add up to without cancelling
+    small = abs(r.loss) <= 0.01 * r.scale if r.scale > 0 else True
     if small:
         why = (f"the loss is {readout(r.loss)}, about 0 against the size of its terms (Σ|w·term| = "
                f"{readout(r.scale)}): ")
         why += ("every ratio is 1 (the policy has not moved since sampling: max |ρ − 1| = "
-                f"{readout(off)}) " if off < 1e-6 else f"the ratios are near 1 (max |ρ − 1| = {readout(off)}) ")
-        why += (f"and each group's advantages are centred (largest group mean {readout(centred)}), so the terms "
+                f"{readout(off)}) and " if off < 1e-6 else "")
+        why += (f"each group's advantages are centred (largest group mean {readout(centred)}), so the terms "
                 "cancel. The gradient does not: ")
     else:
         why = f"the loss is {readout(r.loss)}; "
-    why += f"‖∂loss/∂log π‖ = {readout(r.grad_norm)} over {record.token_count} tokens."
+    why += f"‖∂loss/∂log π‖ = {readout(r.grad_norm)} over {record.token_count:,} tokens."
     title = "A loss of about 0 still trains" if small else "The loss"
     return Finding("loss-zero", title, why[0].upper() + why[1:], link("loss", 0, 0, 0))
 
@@ -63,8 +64,9 @@ def zero_variance(record: StepRecord, r: Recomputed, link: Link) -> Finding:
             flat.append(g)
     n = len(record.groups)
     if not flat:
-        return Finding("zero-variance", "Groups with no signal", f"No group has zero reward variance: all {n} "
-                       "groups have completions that scored differently, so every group teaches something.",
+        every = "the one group has" if n == 1 else f"all {n} groups have"
+        return Finding("zero-variance", "Groups with no signal", f"No group has zero reward variance: {every} "
+                       "completions that scored differently, so every group teaches something.",
                        link("group", 0, 0, 0))
     return Finding("zero-variance", "Groups with no signal",
                    f"{len(flat)} of {n} groups ({_pct(len(flat) / n)}) got the same reward for every completion: "

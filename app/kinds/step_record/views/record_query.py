@@ -43,8 +43,10 @@ class RecordQuery:
             q[name] = "none" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
         return q
 
-    def conventions(self) -> Conventions | None:
-        return None if self.what_if is None else Conventions(**self.what_if)
+    def conventions(self, max_length: int = 1) -> Conventions | None:
+        """The what-if's conventions; its max_length (Dr. GRPO's constant) is the record's unless given:
+        the default 1 would scale a token_sum_norm loss by the record's max_length."""
+        return None if self.what_if is None else Conventions(**{"max_length": max_length, **self.what_if})
 
 
 def _index(raw: str | None, name: str, limit: int = 10**7) -> int:

@@ -24,7 +24,7 @@ from app.kinds.step_record.views.diagnostics import Finding, diagnostics
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
 from app.kinds.step_record.views.record_query import RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
-from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window
+from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window, visible
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
@@ -53,8 +53,9 @@ class GroupRow:
 @dataclass(frozen=True)
 class CompareRow:
     label: str
-    own: float
-    other: float
+    own: float | None  # None: not a number of the recorded step (a change, or a KL with β = 0)
+    other: float | None
+    count: bool = False  # a number of tokens, printed whole
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: 
         raise BadRecordPlace(f"completion {q.completion} has {group.completions[q.completion].length} tokens: "
                              f"no token {q.at + 1}")
     own = recomputed(key, record)
-    other_c = q.conventions()
+    other_c = q.conventions(record.config.max_length)
     other = recomputed(key, record, other_c) if other_c is not None else None
     metric = q.metric or ("change" if other is not None and state.step_id == "loss" else STEP_METRIC[state.step_id])
     if metric == "change" and other is None:
@@ -168,7 +169,7 @@ def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: 
 def _group_row(record: StepRecord, r: Recomputed, k: int, q: RecordQuery, url, tokens: list[str]) -> GroupRow:
     c = r.completions[k]
     done = record.groups[c.group].completions[c.index]
-    preview = "".join(tokens[:24]).replace("\n", "↵")
+    preview = "".join(visible(t) for t in tokens[:24])
     return GroupRow(c.index, done.length, done.truncated, tuple(done.rewards[n] for n in record.reward_functions),
                     float(r.rewards[k]), float(r.advantages[k]), float(r.advantages_from_rewards[k]),
                     url(completion=c.index, at=0) + "#record-tokens", c.index == q.completion,
@@ -181,12 +182,10 @@ def _compare(own: Recomputed, other: Recomputed | None) -> tuple[CompareRow, ...
     rows = [CompareRow("loss", own.loss, other.loss), CompareRow("‖∂loss/∂log π‖", own.grad_norm, other.grad_norm)]
     for key in ("clip_ratio/region_mean", "cispo_clip_ratio", "kl"):
         if key in own.metrics or key in other.metrics:
-            rows.append(CompareRow(key, own.metrics.get(key, float("nan")), other.metrics.get(key, float("nan"))))
+            rows.append(CompareRow(key, own.metrics.get(key), other.metrics.get(key)))
     change = np.concatenate([o.grad - m.grad for m, o in zip(own.completions, other.completions, strict=True)])
     base = np.concatenate([m.grad for m in own.completions])
-    rows.append(CompareRow("max |Δ ∂loss/∂log π| per token", 0.0, float(np.abs(change).max())))
-    rows.append(CompareRow("tokens whose push changes sign", 0.0,
-                           float(((np.sign(base) != np.sign(base + change)) & (base != 0)).sum())))
+    rows.append(CompareRow("max |Δ ∂loss/∂log π| per token", None, float(np.abs(change).max())))
+    rows.append(CompareRow("tokens whose push changes sign", None,
+                           float(((np.sign(base) != np.sign(base + change)) & (base != 0)).sum()), count=True))
     return tuple(rows)
-
-
