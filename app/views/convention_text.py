@@ -25,6 +25,8 @@ FIELD_NAMES = {
     "clip_epsilon_high": "ε_high", "dual_clip": "dual clip c", "beta": "β", "kl_estimator": "KL estimator",
     "kl_placement": "KL placement", "kl_bias_correction": "KL × ρ", "log_ratio_clamp": "log-ratio clamp",
     "kl_clamp": "KL clamp", "loss_aggregation": "aggregation", "max_length": "max_length",
+    "policy_loss": "policy loss", "importance_sampling_level": "ratio level", "is_correction": "IS correction",
+    "is_clip_min": "IS C_min", "is_clip_max": "IS C_max",
 }
 _SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
@@ -50,12 +52,28 @@ def advantage_formula(c: Conventions) -> str:
 
 def ratio_formula(c: Conventions) -> str:
     log_ratio = f"log π_θ(o_i|q) {MINUS} log π_old(o_i|q)"
+    if c.importance_sampling_level == "sequence":  # GSPO: the mean over the completion's tokens
+        log_ratio = f"(1/|o_i|) Σ_t (log π_θ(o_i,t) {MINUS} log π_old(o_i,t))"
     if c.log_ratio_clamp is None:
         return f"ρ_i = exp({log_ratio})"
     return f"ρ_i = exp(clamp({log_ratio}, ±{param(c.log_ratio_clamp)}))"
 
 
+def is_words(c: Conventions) -> str:
+    """The IS correction in a few words ("" when off): what multiplies each token's policy term."""
+    if c.is_correction == "none":
+        return ""
+    level, how = c.is_correction.split("_")
+    bounds = f"[{param(c.is_clip_min) if c.is_clip_min is not None else 0}, " \
+             f"{param(c.is_clip_max) if c.is_clip_max is not None else '∞'}]"
+    what = "truncated to" if how == "truncate" else "0 outside"
+    return f"IS: × π_old/π_sampling per {level}, {what} {bounds}"
+
+
 def clipped_formula(c: Conventions) -> str:
+    if c.policy_loss == "cispo":
+        cap = param(c.clip_epsilon_high)
+        return f"L_i = sg(min(ρ_i, {cap}))·A_i·log π_θ(o_i|q) (CISPO: the capped ratio a constant)"
     if c.clip_epsilon_high == c.clip_epsilon:
         band = f"1{MINUS}ε, 1+ε"
     else:
@@ -136,6 +154,9 @@ def summary(key: str, c: Conventions) -> str | None:
         if c.kl_placement == "reward":
             return (f"How much better {what} is than its group's average, in units of the group's spread: "
                     "positive means “do more of this”, negative “do less”.")
+    if key == "clipped" and c.policy_loss == "cispo":
+        return (f"Each answer's push, its advantage times its log-probability, weighted by its ratio capped at "
+                f"{param(c.clip_epsilon_high)} and held constant (CISPO): a capped answer still gets a gradient.")
     if key == "clipped" and (c.dual_clip is not None or c.clip_epsilon_high != c.clip_epsilon):
         band = f"[{param(1 - c.clip_epsilon)}, {param(1 + c.clip_epsilon_high)}]"
         floor = (f", and for a negative advantage never below {param(c.dual_clip)}·A so that one unlikely answer "
@@ -189,6 +210,10 @@ def in_force(c: Conventions, group_size: int) -> str:
     band = f"clip: ρ kept in [{param(1 - c.clip_epsilon)}, {param(1 + c.clip_epsilon_high)}]"
     if c.dual_clip is not None:
         band += f", floor {param(c.dual_clip)}·A for A < 0"
+    if c.policy_loss == "cispo":
+        band = f"CISPO: sg(min(ρ, {param(c.clip_epsilon_high)}))·A·log π"
+    if c.importance_sampling_level == "sequence":
+        band += " (ρ per completion: GSPO)"
     kl = f"KL: β = {param(c.beta)} × {c.kl_estimator}" + (" × ρ" if c.kl_bias_correction else "")
     kl += " in the reward" if c.kl_placement == "reward" else " in the loss"
     kl_bound = kl_clamps(c)[1]
@@ -203,7 +228,7 @@ def in_force(c: Conventions, group_size: int) -> str:
     else:
         agg = (f"aggregation: {c.loss_aggregation} (one-token answers: all three give each completion "
                f"w = 1/G = {share})")
-    return " · ".join(p for p in (std, band, kl, f"clamps: {clamps}" if clamps else "", agg) if p)
+    return " · ".join(p for p in (std, band, kl, f"clamps: {clamps}" if clamps else "", is_words(c), agg) if p)
 
 
 # ---------------------------------------------------------------- one sample's numbers
@@ -226,7 +251,7 @@ def needs(kind: str, c: Conventions) -> tuple[str, ...]:
     pi = "logp_old" if c.kl_placement == "reward" else "logp"
     return {
         "ratio": ("logp", "logp_old", "ratio"),
-        "clipped": ("ratio", "advantage", "clipped"),
+        "clipped": ("ratio", "advantage", "clipped") + (("logp",) if c.policy_loss == "cispo" else ()),
         "divergence": ("logp_ref", pi, "divergence"),
         "objective": ("clipped", "divergence", "objective") + (("kl_rho_factor",) if c.kl_bias_correction else ()),
     }[kind]
@@ -241,6 +266,9 @@ def filled_line(kind: str, i: int, v: dict[str, float], flags: dict[str, bool], 
         return f"ρ{k} = exp({log_ratio}) = {_n(v['ratio'])}"
     if kind == "clipped":
         rho, a = _n(v["ratio"]), _term(v["advantage"])
+        if c.policy_loss == "cispo":
+            return (f"L{k} = sg(min({rho}, {param(c.clip_epsilon_high)})) · {a} · {_term(v['logp'])} "
+                    f"= {_n(v['clipped'])}")
         low, high = param(c.clip_epsilon), param(c.clip_epsilon_high)
         text = f"min({rho} · {a}, clip({rho}, 1 {MINUS} {low}, 1 + {high}) · {a})"
         if c.dual_clip is not None and v["advantage"] < 0:

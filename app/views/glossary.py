@@ -59,6 +59,13 @@ TERMS: tuple[Term, ...] = (
          r"log[- ]?π|log[- ]probabilit(?:y|ies)"),
     Term("token", "Token", "A piece of text the model reads or writes in one step (here: a digit, a sign, <end>).",
          r"tokens?"),
+    Term("gspo", "GSPO", "Group Sequence Policy Optimization (Qwen, 2025): one ratio per answer, the geometric "
+         "mean of its tokens' ratios, clipped and shared by all its tokens.", r"GSPO"),
+    Term("cispo", "CISPO", "Clipped IS-weight Policy Optimization (MiniMax-M1, 2025): the ratio is capped and "
+         "used as a constant weight on A × log π, so a capped token still gets a gradient.", r"CISPO"),
+    Term("is-correction", "IS correction", "Importance-sampling correction: when a fast rollout engine (vLLM) "
+         "sampled the answers, each token's push is multiplied by π_old / π_sampling, capped or masked.",
+         r"IS correction|importance[- ]sampling correction"),
     Term("saturated", "Saturated", "A clipped ratio: the objective is flat there, so it gives no gradient.",
          r"saturated"),
 )

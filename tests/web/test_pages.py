@@ -275,7 +275,7 @@ def test_form_groups_every_field_with_its_explanation_and_range(client):
         if spec.choices:
             assert field.name == "select"
             assert [o["value"] for o in field.select("option")] == list(spec.choices)
-    assert len(FIELDS) == 22
+    assert len(FIELDS) == 27  # + policy_loss, importance_sampling_level, is_correction, is_clip_min, is_clip_max
     # "clip ε" names one field (tests/browser/test_inspector.py finds it by its label)
     assert [spec.label for spec in FIELDS if "clip ε" in spec.label] == ["clip ε"]
     preset = form.select_one("#p-preset")

@@ -131,6 +131,8 @@ class TokenPanel:
 def _clip_words(t: TokenRecord, kl_grad: float | None, shown: Collection[str]) -> str:
     if not t.clip_active:
         return "free"
+    if t.grad - (kl_grad or 0.0) != 0:  # CISPO's cap: the capped ratio still weighs the token's push
+        return "capped ✂: the ratio's cap is a constant weight, the push remains"
     words = "binds ✂: no push from the surrogate"
     if "kl" in shown and kl_grad:
         words += f"; the KL term still pulls: {readout(kl_grad)}"

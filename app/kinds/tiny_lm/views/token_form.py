@@ -29,11 +29,18 @@ TOKEN_SPECS = (
               explain="Which rule rewards add up to r."),
     FieldSpec("preset", "preset", choices=_choices("preset"),
               labels=tuple(PRESET_TITLES[p] for p in _choices("preset")),
-              explain="The paper's conventions, or TRL's, verl's, Dr. GRPO's, DAPO's."),
+              explain="The paper's conventions, or TRL's, verl's, Dr. GRPO's, DAPO's, GSPO's (one ratio per "
+                      "completion) or CISPO's (the ratio capped as a constant weight)."),
     FieldSpec("loss_aggregation", "aggregation", choices=("", *_choices("loss_aggregation")),
               explain="How per-token terms become one loss."),
     FieldSpec("clip_epsilon", "clip ε", explain="Ratios are clipped to [1−ε, 1+ε]."),
     FieldSpec("beta", "β (KL penalty)", explain="Weight of the KL penalty; 0 turns it off."),
+    FieldSpec("policy_loss", "policy loss", choices=("", *_choices("policy_loss")),
+              explain="clip: min(ρA, clip(ρ)A); cispo: sg(min(ρ, ε_high))·A·log π, no token loses its push."),
+    FieldSpec("importance_sampling_level", "ratio level", choices=("", *_choices("importance_sampling_level")),
+              explain="token: a ratio per token; sequence (GSPO): exp(mean log-ratio), one per completion."),
+    FieldSpec("is_correction", "IS correction", choices=("", *_choices("is_correction")),
+              explain="TRL's vLLM correction (× π_old/π_sampling): this model samples itself, so its weight is 1."),
 )
 
 
@@ -48,7 +55,8 @@ PATH_FIELDS = ("seed",)
 
 # Conventions the preset fills: blank in the form unless overridden, so changing the preset
 # (without JavaScript too) is not undone by the previous preset's values.
-PRESET_FILLED = ("loss_aggregation", "clip_epsilon", "beta")
+PRESET_FILLED = ("loss_aggregation", "clip_epsilon", "beta", "policy_loss", "importance_sampling_level",
+                 "is_correction")
 
 
 @dataclass(frozen=True)

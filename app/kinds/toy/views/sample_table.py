@@ -126,6 +126,11 @@ def _cell(key: str, sample: dict) -> Cell:
 
 
 def caption(c: Conventions) -> str:
+    if c.policy_loss == "cispo":
+        return (f"Per-completion CISPO terms. Rows marked “clipped” have their ratio capped at "
+                f"{param(c.clip_epsilon_high)} with A > 0; the capped ratio is a constant weight, so every "
+                "row still pushes its log-probability and ∂loss/∂ρ is 0 except through KL × ρ. Point at or focus "
+                "a row to find its sample in the charts and formulas.")
     flat = ("∂loss/∂ρ is exactly 0" if not (c.kl_bias_correction and c.beta) else
             "the surrogate is flat in ρ, and only the KL × ρ term's gradient is left")
     dual = " (or, marked “dual clip”, the floor c·A)" if c.dual_clip is not None else ""
