@@ -43,6 +43,7 @@ from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_weig
 from verl.workers.config import ActorConfig, PolicyLossConfig
 
 from app.kinds.step_record.domain.parsing import parse_record
+from app.kinds.step_record.engine.checks import checks
 from app.kinds.step_record.engine.recompute import recompute
 from app.recorders.verl import config_from_verl, write_step_record
 
@@ -184,6 +185,11 @@ def test_recomputed_record_equals_verls_loss(tmp_path, mode, agg, kl, rollout_is
                       log_probs=logp, entropy=entropy, metrics=metrics)
     record = parse_record(pathlib.Path(path).read_bytes(), path)
     result = recompute(record)
+    # the page's own check of the logged metrics (verl's keys: actor/pg_loss + β·actor/kl_loss, pg_clipfrac)
+    found = {c.key.split(" ")[0]: c for c in checks(record, result)}
+    assert "loss" in found and all(c.ok for c in found.values()), found
+    if mode == "vanilla":
+        assert "clip_ratio/region_mean" in found
     order = [i for uid in dict.fromkeys(UIDS) for i in range(len(UIDS)) if UIDS[i] == uid]  # record's rows
     assert [len(g.completions) for g in record.groups] == [4, 4]
     tokens = 1.0 / record.token_count

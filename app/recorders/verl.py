@@ -126,6 +126,9 @@ def config_from_verl(actor: Any, algorithm: Any = None) -> dict:
         "clip_epsilon": low if mode != "cispo" else 0.2, "clip_epsilon_high": 1 + high if mode == "cispo" else high,
         # vanilla always applies the dual clip; gspo and cispo have none
         "dual_clip": get(actor, "clip_ratio_c", 3.0) if mode == "vanilla" else None,
+        # verl's fixed guards (core_algos.py): the policy log-ratio to ±20; low_var_kl's Δ to ±20, its value ±10
+        "log_ratio_clamp": 20.0 if mode == "vanilla" else None,
+        "kl_clamp": 10.0 if use_kl and kl_type == "low_var_kl" else None,
         "beta": get(actor, "kl_loss_coef", 0.001) if use_kl else 0.0,
         "kl_estimator": KL_ESTIMATORS.get(kl_type, "k3"), "kl_bias_correction": False,
         "advantage_std": "sample" if get(algorithm, "norm_adv_by_std_in_grpo", True) else "none",  # torch.std

@@ -46,6 +46,9 @@ class Config(_Model):
     clip_epsilon: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.2
     clip_epsilon_high: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] = 0.2
     dual_clip: Annotated[float | None, Field(gt=1, le=1000, allow_inf_nan=False)] = None
+    # verl's overflow guards: the log-ratio clamped to ±this before exp(), k3 clamped to ±kl_clamp
+    log_ratio_clamp: Annotated[float | None, Field(gt=0, le=1000, allow_inf_nan=False)] = None
+    kl_clamp: Annotated[float | None, Field(gt=0, le=1e6, allow_inf_nan=False)] = None
     beta: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     kl_bias_correction: bool = False

@@ -41,7 +41,23 @@ def _floor(key: str, result: Recomputed, record: StepRecord) -> float:
 # Other names frameworks log the same number under: TRL logs `policy_loss` beside `loss` only when an
 # entropy bonus changes the loss (refused by the recorder); UNIPO logs `policy_loss` and
 # `policy_objective` (= −loss) and no `loss`.
+# verl logs actor/pg_loss (the policy term alone), actor/kl_loss (the KL aggregated as the loss is)
+# and actor/pg_clipfrac (a token mean of the clip flags, so only at token level).
 ALIASES = {"loss": (("policy_loss", 1.0), ("policy_objective", -1.0))}
+
+
+def _verl(record: StepRecord, key: str) -> tuple[str, float] | None:
+    m, c = record.metrics, record.config
+    if key == "loss" and m.get("actor/pg_loss") is not None:
+        kl = m.get("actor/kl_loss") if c.beta > 0 else 0.0
+        if kl is not None:
+            return "actor/pg_loss + β·actor/kl_loss", float(m["actor/pg_loss"]) + c.beta * float(kl)  # type: ignore[arg-type]
+    if key == "clip_ratio/region_mean" and c.importance_sampling_level == "token" and \
+            m.get("actor/pg_clipfrac") is not None:
+        return "actor/pg_clipfrac", float(m["actor/pg_clipfrac"])  # type: ignore[arg-type]
+    if key == "kl" and c.loss_aggregation == "token_mean" and m.get("actor/kl_loss") is not None:
+        return "actor/kl_loss", float(m["actor/kl_loss"])  # type: ignore[arg-type]
+    return None
 
 
 def _logged(record: StepRecord, key: str) -> tuple[str, float] | None:
@@ -50,7 +66,7 @@ def _logged(record: StepRecord, key: str) -> tuple[str, float] | None:
     for name, sign in ALIASES.get(key, ()):
         if record.metrics.get(name) is not None:
             return name, sign * float(record.metrics[name])  # type: ignore[arg-type]
-    return None
+    return _verl(record, key)
 
 
 def checks(record: StepRecord, result: Recomputed) -> list[Check]:
