@@ -36,19 +36,18 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 import pytest
 import torch
 from datasets import Dataset
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaConfig, LlamaForCausalLM
 from trl import GRPOConfig
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.recompute import recompute
 from app.recorders.trl import RecordingGRPOTrainer
+from peers.local_tokenizer import CORPUS, bpe_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "trl_step_record.grpo-step.json"
 RTOL = 1e-6
 KEYS = ("loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "kl", "entropy")
-CORPUS = ["ab ba cab\n", "bad dab\n", "a cab, a dab\n", "abba\n", "dad bad cab\n"] * 4
 PROMPTS = ["ab ba", "cab", "dab ab", "bad", "abba", "dad"]
 RUNS = {
     "dapo": dict(loss_type="dapo", epsilon_high=0.28),
@@ -80,16 +79,7 @@ def _summary(request):
         request.config.pluginmanager.register(_Summary(), "trl-recorder-summary")
 
 
-def _tokenizer() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=24, special_tokens=["<pad>", "<eos>"],
-                                                        show_progress=False))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
-
-
-TOKENIZER = _tokenizer()
+TOKENIZER = bpe_tokenizer(CORPUS)
 
 
 @pytest.fixture(scope="module")

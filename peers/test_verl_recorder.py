@@ -33,8 +33,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
 from verl import DataProto
 from verl.trainer.config import AlgoConfig
 from verl.trainer.config.algorithm import RolloutCorrectionConfig
@@ -46,9 +44,9 @@ from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
 from app.kinds.step_record.engine.recompute import recompute
 from app.recorders.verl import config_from_verl, write_step_record
+from peers.local_tokenizer import CORPUS, bpe_tokenizer
 
 RTOL = 1e-6
-CORPUS = ["ab ba cab\n", "bad dab\n", "a cab, a dab\n", "abba\n", "dad bad cab\n"] * 4
 PROMPTS = ["ab ba", "cab"]
 UIDS = np.array(["p0", "p1", "p0", "p1", "p1", "p0", "p0", "p1"], dtype=object)  # interleaved groups
 LENGTHS = [8, 5, 3, 6, 7, 2, 8, 4]  # responses of width 8, right-padded
@@ -76,16 +74,7 @@ def _summary(request):
         request.config.pluginmanager.register(_Summary(), "verl-recorder-summary")
 
 
-def _tokenizer() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=24, special_tokens=["<pad>", "<eos>"],
-                                                        show_progress=False))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
-
-
-TOKENIZER = _tokenizer()
+TOKENIZER = bpe_tokenizer(CORPUS)
 PAD, EOS = TOKENIZER.pad_token_id, TOKENIZER.eos_token_id
 
 

@@ -66,3 +66,11 @@ def upload_settings(request, tmp_path):
     if request.param == "postgres":
         settings["database_url"] = request.getfixturevalue("postgres_server").create_database()
     return settings
+
+
+@pytest.fixture
+def unipo() -> dict:
+    """UNIPO's canonical fixture, parsed afresh (tests/unipo_fixture.py)."""
+    from unipo_fixture import read_fixture
+
+    return read_fixture()

@@ -8,6 +8,8 @@ Playwright's side, so the round trips of the driver are not in them.
 """
 from __future__ import annotations
 
+import json
+
 from bench.common import HOST, median
 
 # No sandbox (the bench may run as root) and no GPU; Chromium's own background traffic
@@ -18,15 +20,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # (Predicates are functions, not expression strings: the app's CSP forbids eval.)
 # Installed before the page's own scripts: the first animation frame in which
 # svg#graph has a box and is visible (rAF runs just before that frame paints).
-GRAPH_WATCH = """
+def visible_watch(selector: str, key: str) -> str:
+    """A script installed before the page's own: window.__bench[key] is the time of the first animation
+    frame in which `selector` has a box and is visible (rAF runs just before that frame paints), and
+    window.__bench.fcp the first contentful paint."""
+    return """
 (() => {
   const b = window.__bench = {};
   function check() {
-    const el = document.querySelector('svg#graph');
+    const el = document.querySelector(SELECTOR);
     if (el) {
       const r = el.getBoundingClientRect();
       const shown = !el.checkVisibility || el.checkVisibility({visibilityProperty: true, opacityProperty: true});
-      if (r.width > 0 && r.height > 0 && shown) { b.graphVisible = performance.now(); return; }
+      if (r.width > 0 && r.height > 0 && shown) { b[KEY] = performance.now(); return; }
     }
     requestAnimationFrame(check);
   }
@@ -37,7 +43,10 @@ GRAPH_WATCH = """
     }).observe({type: 'paint', buffered: true});
   } catch (e) {}
 })();
-"""
+""".replace("SELECTOR", json.dumps(selector)).replace("KEY", json.dumps(key))
+
+
+GRAPH_WATCH = visible_watch("svg#graph", "graphVisible")
 
 NAV_TIMING = """
 () => {

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import HOST, ROOT, get, log, median, server
-from bench.phases.browser import CHROMIUM_ARGS
+from bench.phases.browser import CHROMIUM_ARGS, visible_watch
 
 STEPS = ("group", "ratio", "kl", "loss", "diagnostics")
 GROUP_SIZE, TOKENS = 16, 4096  # the issue's scale case
@@ -47,26 +47,7 @@ VIEWPORT = {"width": 1280, "height": 720}
 
 # Installed before the page's scripts (as browser.py's GRAPH_WATCH): the first frame in which the
 # focus figure has a visible box, and first-contentful-paint.
-FOCUS_WATCH = """
-(() => {
-  const b = window.__bench = {};
-  function check() {
-    const el = document.querySelector('[data-step-focus]');
-    if (el) {
-      const r = el.getBoundingClientRect();
-      const shown = !el.checkVisibility || el.checkVisibility({visibilityProperty: true, opacityProperty: true});
-      if (r.width > 0 && r.height > 0 && shown) { b.focusVisible = performance.now(); return; }
-    }
-    requestAnimationFrame(check);
-  }
-  requestAnimationFrame(check);
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) if (e.name === 'first-contentful-paint') b.fcp = e.startTime;
-    }).observe({type: 'paint', buffered: true});
-  } catch (e) {}
-})();
-"""
+FOCUS_WATCH = visible_watch("[data-step-focus]", "focusVisible")
 TIMING = """() => { const n = performance.getEntriesByType('navigation')[0];
   return {ttfb: n.responseStart, html: n.responseEnd, dcl: n.domContentLoadedEventEnd,
           focusVisible: window.__bench.focusVisible, fcp: window.__bench.fcp ?? null,

@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from step_record.records import make_record
+from unipo_fixture import FIXTURE, FIXTURES, fixture_script
 
 from app.kinds.step_record.domain.parsing import RecordError, parse_record
 from app.kinds.step_record.domain.unipo import is_unipo, record_from_unipo, token_objectives
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FIXTURE = FIXTURES / "unipo_canonical.json"
 P = "entries[1].prompts"  # the fixture's entry with prompts (entries[0] holds metrics only)
 
 
-def fixture_script():
-    """tests/fixtures/make_unipo_fixture.py, loaded by its path (tests/fixtures is no package)."""
-    spec = importlib.util.spec_from_file_location("make_unipo_fixture", FIXTURES / "make_unipo_fixture.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture
-def unipo() -> dict:
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
 def tokens(data: dict, p: int, r: int) -> dict:

@@ -9,33 +9,13 @@ logged policy_objective (grpo.json's 1/N Σ 1/G Σ 1/|o_i| Σ_t over the step's 
 """
 from __future__ import annotations
 
-import importlib.util
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
+from unipo_fixture import FIXTURE, fixture_script
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.domain.unipo import token_objectives
 from app.kinds.step_record.engine.recompute import recompute
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FIXTURE = FIXTURES / "unipo_canonical.json"
-
-
-def fixture_script():
-    """tests/fixtures/make_unipo_fixture.py, loaded by its path (tests/fixtures is no package)."""
-    spec = importlib.util.spec_from_file_location("make_unipo_fixture", FIXTURES / "make_unipo_fixture.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture
-def unipo() -> dict:
-    return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
 def test_the_per_token_objective_equals_the_files_token_objective(unipo):
