@@ -179,3 +179,17 @@ def test_a_dr_grpo_what_if_divides_by_the_records_max_length(client, record_id):
     soup = page(client, f"/walkthroughs/{record_id}/steps/loss?preset=dr_grpo&max_length=1200")
     loss = next(tr for tr in soup.select("#record-compare tr") if tr.th and tr.th.get_text() == "loss")
     assert float(loss.select("td")[1].span["data-value"]) == pytest.approx(expected / 2, rel=1e-12)
+
+
+def test_the_kl_step_says_when_there_is_no_kl(client):
+    raw = make_record(seed=15, beta=0.0)
+    for group in raw["groups"]:
+        for c in group["completions"]:
+            c.pop("ref_logprobs")
+    wid = upload(client, raw)["id"]
+    note = page(client, f"/walkthroughs/{wid}/steps/kl").select_one("#kl-note").get_text()
+    assert "β = 0" in note and "no reference log-probs" in note
+    with_ref = upload(client, make_record(seed=15, beta=0.0))["id"]
+    assert "reading only" in page(client, f"/walkthroughs/{with_ref}/steps/kl").select_one("#kl-note").get_text()
+    assert page(client, f"/walkthroughs/{upload(client, make_record(seed=15))['id']}/steps/kl").select_one(
+        "#kl-note") is None

@@ -84,6 +84,27 @@ class RecordView:
     node: NodeView | None
 
     @property
+    def has_reference(self) -> bool:
+        return all(c.ref_logprobs is not None for _, _, c in self.record.completions())
+
+    @property
+    def kl_note(self) -> str | None:
+        """What the KL numbers are when the run has no KL penalty, or the record no reference."""
+        beta = self.record.config.beta
+        if not self.has_reference:
+            note = ("The record holds no reference log-probs, so there is no KL to compute: every KL here is 0 and "
+                    "nothing pulls the policy toward a reference.")
+            if beta == 0:
+                note = "This run has no KL penalty (β = 0). " + note
+            if self.other is not None and self.other.conventions.beta > 0:
+                note += " The what-if's β > 0 therefore adds nothing either."
+            return note
+        if beta == 0:
+            return ("This run has no KL penalty (β = 0): the KL against the recorded reference is shown for "
+                    "reading only; it does not enter the loss.")
+        return None
+
+    @property
     def checks_ok(self) -> bool:
         return all(c.ok for c in self.checks)
 

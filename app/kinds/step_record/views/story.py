@@ -17,7 +17,7 @@ STORIES = {
         evidence="the ρ under every token of the window, ✂ where the clip binds; clip fractions against the log"),
     "kl": StepStory(
         "The KL term, weighted by β, pulls each token back toward the reference model; it is computed per token "
-        "from the recorded reference log-probs.",
+        "from the recorded reference log-probs, where the record has them.",
         focus="record-tokens", step_fields=("beta", "kl_estimator"),
         evidence="the KL under every token of the window and the mean KL against the logged one"),
     "loss": StepStory(
