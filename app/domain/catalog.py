@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.snapshot import Snapshot, SnapshotError, load_snapshot
+from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
 from app.domain.snapshot.fields import UNLINKABLE_IDS
 
 log = logging.getLogger(__name__)
@@ -163,10 +163,11 @@ def _load_one(file: pathlib.Path, classify: Classify, readers: Sequence[Reader] 
             error = f"{name}: $: {why}"
         elif walkthrough_id in UNLINKABLE_IDS:  # "..json" would be /walkthroughs/. (see fields.py)
             error = f"{name}: $: the walkthrough id {walkthrough_id!r} cannot be a URL path segment; rename the file"
-        elif readers and (opened := _read_other(file, name, readers)) is not None:
-            return CatalogEntry(walkthrough_id, name, opened[1], None, opened[0].kind, opened[2])
         else:
-            snapshot = load_snapshot(file)
+            raw = file.read_bytes()  # read once: sniffed by the readers, else parsed as a snapshot
+            if readers and (opened := _read_other(raw, name, readers)) is not None:
+                return CatalogEntry(walkthrough_id, name, opened[1], None, opened[0].kind, opened[2])
+            snapshot = parse_snapshot(raw, source=name)
             return CatalogEntry(walkthrough_id, name, snapshot, None, classify(snapshot))
     except SnapshotError as exc:
         error = str(exc)
@@ -176,10 +177,9 @@ def _load_one(file: pathlib.Path, classify: Classify, readers: Sequence[Reader] 
     return CatalogEntry(walkthrough_id, name, None, error)
 
 
-def _read_other(file: pathlib.Path, name: str, readers: Sequence[Reader]) -> tuple[Reader, Snapshot, Any] | None:
-    """(reader, graph, payload) when a reader opens `file`; None for a snapshot (or bad JSON: the
-    snapshot loader says why)."""
-    raw = file.read_bytes()
+def _read_other(raw: bytes, name: str, readers: Sequence[Reader]) -> tuple[Reader, Snapshot, Any] | None:
+    """(reader, graph, payload) when a reader opens these bytes; None for a snapshot (or bad JSON:
+    the snapshot parser says why)."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):

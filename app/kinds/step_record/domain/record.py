@@ -189,7 +189,7 @@ class StepRecord(_Model):
 
 def record_json_schema() -> dict[str, Any]:
     schema = StepRecord.model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    # JSON Schema draft 2020-12 (named here, not as a `$schema` URL: the app names no outside host)
     schema["$id"] = "/api/schemas/step-record"
     schema["title"] = "GRPO step record (grpo.step-record, version 1)"
     schema["description"] = ("One optimizer step of a GRPO run as its framework computed it; "

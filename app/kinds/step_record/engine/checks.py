@@ -76,8 +76,8 @@ def checks(record: StepRecord, result: Recomputed) -> list[Check]:
         if found is None:
             continue
         name, logged = found
+        floor = _floor(key, result, record)
         key = key if name == key else f"{key} (logged as {name})"
-        floor = _floor(key.split(" ")[0], result, record)
         denominator = max(abs(logged), floor)
         diff = abs(mine - logged)
         rel = 0.0 if diff == 0 else (diff / denominator if denominator > 0 else float("inf"))

@@ -128,6 +128,12 @@ def recompute(record: StepRecord, conventions: Conventions | None = None) -> Rec
                       _nodes(logp, step, loss, advantages, rewards))
 
 
+def node_key(node_id: str) -> str:
+    """The key in `Recomputed.nodes` of a graph node: a module's one-statement member
+    (python@ratio#0) shows its module's tensor."""
+    return node_id.removeprefix("python@").split("#")[0] if node_id.startswith("python@") else node_id
+
+
 def _nodes(logp: torch.Tensor, step: TokenStep, loss: torch.Tensor, advantages: np.ndarray,
            rewards: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     """Each node of the record's graph (graph/step_record_head.tensorviz.json): its tensor and

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.recompute import Recomputed, node_key
 from app.kinds.step_record.views.record_query import WINDOW
 
 NO_GRAD = {"input": "the rewards are data: no gradient reaches them",
@@ -44,8 +44,7 @@ def _stats(x: np.ndarray, mask: np.ndarray | None) -> Stats:
 
 
 def build_node_view(result: Recomputed, node_id: str, row: int, at: int) -> NodeView | None:
-    key = node_id.removeprefix("python@").split("#")[0] if node_id.startswith("python@") else node_id
-    key = {"ratio": "ratio", "clipped": "clipped"}.get(key, key)
+    key = node_key(node_id)
     if key not in result.nodes:
         return None
     value, grad = result.nodes[key]

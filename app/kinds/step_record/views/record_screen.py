@@ -22,7 +22,7 @@ from app.kinds.step_record.engine.record_conventions import record_conventions
 from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
-from app.kinds.step_record.views.record_query import RecordQuery
+from app.kinds.step_record.views.record_query import WINDOW, RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
 from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window, visible
 from app.views.inspector import build_inspector
@@ -157,7 +157,7 @@ def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: 
 
     def link(step: str, g: int, i: int, t: int) -> str:
         at_step = state.at_step(snapshot, step) if step != state.step_id else state
-        return at_step.with_kind(group=g, completion=i, at=t - t % 256).url(snapshot) + "#record-tokens"
+        return at_step.with_kind(group=g, completion=i, at=t - t % WINDOW).url(snapshot) + "#record-tokens"
 
     entropies = [c.entropy for c in group.completions]
     window = build_window(own, row, tokens[row], q.at, metric, group.completions[q.completion].entropy, other,

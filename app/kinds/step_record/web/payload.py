@@ -9,6 +9,7 @@ import numpy as np
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.engine.checks import checks
+from app.kinds.step_record.engine.recompute import node_key
 
 
 def _list(x: np.ndarray) -> list:
@@ -43,10 +44,9 @@ def record_payload(key: str, record: StepRecord, group: int, completion: int | N
         "group": group, "groups": len(record.groups),
     }
     if node is not None:
-        key_ = node.removeprefix("python@").split("#")[0] if node.startswith("python@") else node
-        if key_ not in r.nodes:
+        if node_key(node) not in r.nodes:
             raise LookupError(f"node {node!r} holds no tensor")
-        value, grad = r.nodes[key_]
+        value, grad = r.nodes[node_key(node)]
         pick = (lambda x: _list(x[rows])) if value.ndim >= 1 else (lambda x: _num(float(x)))
         body["node"] = {"id": node, "shape": list(value.shape), "rows": rows, "value": pick(value),
                         "grad": None if grad is None else pick(grad)}
