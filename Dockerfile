@@ -11,12 +11,12 @@
 #                --build-arg TORCH_SPEC="torch==2.14.1" -t grpo-walkthrough:cuda .
 #   docker run --rm --gpus all -p 8000:8000 -e DEVICE=cuda grpo-walkthrough:cuda
 #
-# Configuration is the app's own environment (README "Configuration"): HOST, PORT, WORKERS,
+# Configuration is the app's own environment (docs/reference/configuration.md): HOST, PORT, WORKERS,
 # DEVICE, WALKTHROUGHS_DIR, LOG_LEVEL, TORCH_THREADS, COMPUTE_SLOTS, COMPUTE_QUEUE,
 # DATA_DIR (uploads and jobs; set here by its older name UPLOADS_DIR), DATABASE_URL,
 # UPLOAD_QUOTA_MB, JOB_RUNNER, JOB_LEASE_S.
 #
-# Roles (README "Jobs"): the CMD serves and runs training jobs (a runner child per web
+# Roles (docs/explanation/jobs.md): the CMD serves and runs training jobs (a runner child per web
 # process). Two replicas that only serve, a worker that only computes, one PostgreSQL:
 #
 #   docker run -d -e DATABASE_URL=postgresql://grpo:pw@db/grpo -e JOB_RUNNER=off -p 8001:8000 grpo-walkthrough

@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint install install-test system-deps run-deps bench clean peers base-model
+.PHONY: run test test-slower reproduce coverage lint install install-test system-deps run-deps bench clean peers base-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,10 +68,36 @@ lint: $(VENV)/.test-stamp
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The quick tier: the functional suite (unit, web, browser, fuzz, load) on every core (pytest-xdist,
+# a test file per worker at a time, so its module fixtures are built once), in a new random order
+# each run (pytest-randomly prints its seed: replay with PYTEST_ARGS='-p randomly -p "randomly_seed=N"'),
+# and the tier's guard: a test module over MODULE_BUDGET_S seconds in all fails the run (tests/tier_budget.py).
+TEST_WORKERS    ?= auto
+MODULE_BUDGET_S ?= 150
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 test: install-test lint
-	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(XDIST) --module-budget=$(MODULE_BUDGET_S) --durations=10 $(PYTEST_ARGS)
 
-# Peer tests (peers/, README "Peer tests: TRL and verl"): TRL's and verl's own loss and advantage
+# The slower tier (@pytest.mark.slower_tier: whole training runs through the pages, real server processes
+# killed mid-run, 10,000 requests for the memory bound, the benchmark's smoke run), with the research
+# reproductions. `.ci/run` runs it after `make test`.
+test-slower: install-test
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(XDIST) -m "slower_tier or reproduce" --durations=10 $(PYTEST_ARGS)
+
+# The research reproductions alone (@pytest.mark.reproduce: the training paths' directions on five seeds,
+# R1-Zero's length growth, Dr. GRPO): full runs, each kept by code version (tests/reproduce_cache.py,
+# REPRODUCE_CACHE), so a rerun of unchanged code only checks the kept results again.
+reproduce: install-test
+	$(BIN)/python -m pytest $(XDIST) -m reproduce $(PYTEST_ARGS)
+
+# Coverage of app/ by both tiers (pytest-cov), never below COVERAGE_MIN (91.4 %: the figure before the
+# suite was split, issue 30). Tracing makes the suite about twice as slow, so it is its own target.
+COVERAGE_MIN ?= 91.4
+coverage: install-test
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(XDIST) -m "" --cov=app --cov-report=term:skip-covered \
+		--cov-report=json:test-output/coverage.json --cov-fail-under=$(COVERAGE_MIN) $(PYTEST_ARGS)
+
+# Peer tests (peers/, docs/how-to/peer-tests.md): TRL's and verl's own loss and advantage
 # code, called on the app's samples. A separate venv, so the frameworks' dependency trees never
 # touch .venv. Torch first (the CPU build on disk), so neither framework pulls a CUDA build.
 # cachetools: verl.trainer.ppo.ray_trainer (apply_kl_penalty) imports it without declaring it.

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     # Workers are separate processes: hand them the effective settings via env.
     os.environ.update({"WALKTHROUGHS_DIR": str(settings.walkthroughs_dir), "DEVICE": settings.device,
                        "JOB_RUNNER": settings.job_runner})
-    # Limits at the edge (README "Limits"): httptools plus a 431 head cap and a header timeout
+    # Limits at the edge (docs/reference/configuration.md "Limits"): httptools plus a 431 head cap and a header timeout
     # (HEADER_TIMEOUT_S, read by each worker from the environment), idle keep-alive closed.
     uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
                 workers=settings.workers, log_level=settings.log_level,

@@ -20,7 +20,8 @@ from app.web.settings import Settings
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app open", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", type=Path, help="a GRPO step record (*.json, docs/step-record.md) or a snapshot")
+    parser.add_argument("file", type=Path,
+                        help="a GRPO step record (*.json, docs/reference/step-record.md) or a snapshot")
     parser.add_argument("--serve", action="store_true", help="then serve the app (python -m app)")
     parser.add_argument("--host", help="where the printed URL points, and --serve binds (env HOST)")
     parser.add_argument("--port", type=int, help="as --host (env PORT)")

@@ -1,1 +1,1 @@
-"""Peer tests: TRL's and verl's own code on the app's numbers (`make peers`, README)."""
+"""Peer tests: TRL's and verl's own code on the app's numbers (`make peers`, docs/how-to/peer-tests.md)."""

@@ -1,5 +1,5 @@
 """Peer tests: prints, after the run, the largest relative difference found per framework and quantity
-(the figures the README quotes), whether or not `-s` is given."""
+(the figures docs/how-to/peer-tests.md quotes), whether or not `-s` is given."""
 from __future__ import annotations
 
 from peers.cases import AGREEMENT, TOKEN_AGREEMENT, fmt

@@ -25,6 +25,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from app.web.factory import create_app  # noqa: E402  (after the path set-up above)
 from app.web.settings import Settings  # noqa: E402
 
+# Chromium, the test server and page fixtures, for any folder's page tests (tests/browser_fixtures.py);
+# the same process-wide state before every test, whatever ran before it (tests/isolation.py); the
+# quick tier's time guard, --module-budget (tests/tier_budget.py)
+pytest_plugins = ["browser_fixtures", "isolation", "tier_budget"]
+
 
 @pytest.fixture(scope="session")
 def make_client(tmp_path_factory):
@@ -66,6 +71,18 @@ def upload_settings(request, tmp_path):
     if request.param == "postgres":
         settings["database_url"] = request.getfixturevalue("postgres_server").create_database()
     return settings
+
+
+@pytest.fixture
+def job_client(tmp_path):
+    """This process's job client (JOBS) on a fresh store of the test's own, as an app configures it:
+    for view tests that wait on a training run without building an app. Put back after the test
+    (tests/isolation.py), so no later test finds it configured."""
+    from app.engine.jobs.client import JOBS
+    from app.web.jobs_setup import configure_jobs
+
+    configure_jobs(Settings(data_dir=tmp_path / "data", device="cpu"))
+    return JOBS
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """UNIPO's canonical fixture (tests/fixtures/unipo_canonical.json) and its generator, for the tests
-that read it (tests/domain/test_unipo.py, tests/engine/test_unipo_objective.py)."""
+that read it (tests/kinds/step_record/test_unipo.py and test_unipo_objective.py)."""
 from __future__ import annotations
 
 import importlib.util

@@ -2,7 +2,7 @@
 
 Trains with the fixed recipe (app/engine/base_training.py), writes the weights as safetensors
 and, beside them, a JSON card: the recipe, the seed, the final loss, the sha256 of the file and
-of the weights. Deterministic for the recipe on one machine; see the README for rebuilding.
+of the weights. Deterministic for the recipe on one machine; see docs/how-to/rebuild-checkpoints.md.
 """
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
 MAX_BYTES = 2 * MB  # a `tensorviz.graph` snapshot
-# A GRPO step record (docs/step-record.md): a G 16 x 4,096-token step is 2.6-5 MB; the largest
+# A GRPO step record (docs/reference/step-record.md): a G 16 x 4,096-token step is 2.6-5 MB; the largest
 # file any upload may be, so the transport's cap (web/middleware/limits.py) is this one.
 MAX_RECORD_BYTES = 32 * MB
 MAX_UPLOAD_BYTES = max(MAX_BYTES, MAX_RECORD_BYTES)

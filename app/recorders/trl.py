@@ -1,4 +1,4 @@
-"""GRPO step records (docs/step-record.md) from TRL 1.16's GRPOTrainer: `pip install -e '.[trl]'`.
+"""GRPO step records (docs/reference/step-record.md) from TRL 1.16's GRPOTrainer: `pip install -e '.[trl]'`.
 
     trainer = RecordingGRPOTrainer(model=..., args=GRPOConfig(...), reward_funcs=[...],
                                    train_dataset=..., record_steps=[1, 100], record_dir="records")

@@ -2,7 +2,7 @@
 
 Split from trl.py (which wraps the trainer's methods) so each stays readable; every function
 reads a live `GRPOTrainer` (TRL 1.16) and what trl.py kept of one optimizer step. The mapping
-is docs/step-record.md's table, column "TRL 1.16".
+is docs/reference/step-record.md's table, column "TRL 1.16".
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def refusals(t: Any) -> list[str]:
 
 
 def record_config(t: Any, token_normalizer: float | None) -> dict[str, Any]:
-    """GRPOConfig in the app's names (docs/step-record.md)."""
+    """GRPOConfig in the app's names (docs/reference/step-record.md)."""
     a = t.args
     scale = {True: "group", False: "none"}.get(a.scale_rewards, a.scale_rewards)  # older TRL took a bool
     is_on = bool(t.use_vllm and t.vllm_importance_sampling_correction)

@@ -1,4 +1,4 @@
-"""GRPO step records (docs/step-record.md) from verl 0.9.1's actor batch: one function, one mapping.
+"""GRPO step records (docs/reference/step-record.md) from verl 0.9.1's actor batch: one function, one mapping.
 
     from app.recorders.verl import config_from_verl, write_step_record
     # in RayPPOTrainer.fit, after the actor update (metrics: its actor_output_metrics):
@@ -92,7 +92,7 @@ def write_step_record(data: Any, tokenizer: Any, path: str, *, step: int, model:
 
 
 def config_from_verl(actor: Any, algorithm: Any = None) -> dict:
-    """verl's `actor_rollout_ref.actor` (and `algorithm`) config in the app's names (docs/step-record.md,
+    """verl's `actor_rollout_ref.actor` (and `algorithm`) config in the app's names (docs/reference/step-record.md,
     column "verl 0.9.1"); dicts, OmegaConf or verl's dataclasses. What the record cannot state is refused."""
     def get(cfg: Any, key: str, default: Any = None) -> Any:
         value = cfg.get(key, default) if cfg is not None else default

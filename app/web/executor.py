@@ -12,7 +12,7 @@ Now a route hands its work to this executor, which runs it in one of two ways (C
   workers are still starting, it waits for them instead: up to STARTUP_WAIT_S). Every job takes
   a worker, a cached result too (the worker answers it at once); the response cache in front
   replays most repeats before they get here. Torch and the JSON encoding hold the workers'
-  GILs, not the web process's (issue 21: /healthz p99 ~100 ms -> see README "Limits").
+  GILs, not the web process's (issue 21: /healthz p99 ~100 ms -> see docs/reference/configuration.md "Limits").
 - **threads** (COMPUTE_PROCESSES=0; the tests' TestClient apps, which would otherwise spawn
   processes per app): a ThreadPoolExecutor of COMPUTE_SLOTS + COMPUTE_QUEUE threads; at most
   COMPUTE_SLOTS of them run torch at once, under the engine's LIMITER, whose cache hits take no

@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     compute_processes: bool = True
     # Whole-response cache for deterministic GETs (RESPONSE_CACHE_MB; 0 turns it off).
     response_cache_mb: int = Field(64, ge=0, le=4096)
-    # Limits at the edge (README "Limits"): a computation waits at most COMPUTE_WAIT_S for a
+    # Limits at the edge (docs/reference/configuration.md "Limits"): a computation waits at most COMPUTE_WAIT_S for a
     # slot (then 503); a request head over MAX_HEADER_KB gets 431, one not complete within
     # HEADER_TIMEOUT_S gets 408; a body over MAX_BODY_KB gets 413 (the upload routes: a 32 MB
     # file plus 64 KiB of form; the store then holds a snapshot to 2 MB), and KEEP_ALIVE_S closes
@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     header_timeout_s: float = Field(10.0, gt=0, le=600)
     max_body_kb: int = Field(64, ge=1, le=1_048_576)
     keep_alive_s: int = Field(5, ge=1, le=600)
-    # Uploaded snapshots (README "Uploads"): content-addressed, kept until an operator deletes
+    # Uploaded snapshots (docs/how-to/manage-uploads.md): content-addressed, kept until an operator deletes
     # them, never evicted. DATA_DIR holds the SQLite store (UPLOADS_DIR, its old name, is still
     # read); DATABASE_URL=postgresql://... keeps them in PostgreSQL instead, shared by replicas.
     # Past UPLOAD_QUOTA_MB in all, new uploads get 507; UPLOAD_CACHE_MB bounds each worker's
@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     database_url: str | None = None  # holds a password, perhaps: never logged
     upload_quota_mb: int = Field(512, ge=1, le=1_048_576)
     upload_cache_mb: int = Field(64, ge=0, le=4096)
-    # Training runs (README "Jobs"): rows in the same store (DATA_DIR's SQLite file or DATABASE_URL).
+    # Training runs (docs/explanation/jobs.md): rows in the same store (DATA_DIR's SQLite file or DATABASE_URL).
     # JOB_RUNNER: "process" (default) starts one runner process (`python -m app.worker`) beside each
     # web process; "off" (`--no-runner`) serves only, for replicas whose runs are computed by workers
     # elsewhere; "thread" runs them in the web process itself (the test suite's apps). A runner lost

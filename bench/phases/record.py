@@ -1,5 +1,5 @@
 """A recorded GRPO step at the issue's scale (issue 23): G 16 × 4,096 tokens (65,536 in all), as
-tests/step_record/records.py builds it (`make_record(groups=1, size=16, lengths=(4096, 4096))`).
+tests/record_factory.py builds it (`make_record(groups=1, size=16, lengths=(4096, 4096))`).
 
 Against its own app process (`python -m app`, the same command as every phase) over a fresh,
 temporary DATA_DIR, removed afterwards: the uploads land in no one's store, and every cache starts
@@ -55,8 +55,8 @@ TIMING = """() => { const n = performance.getEntriesByType('navigation')[0];
 
 
 def _make_record():
-    """tests/step_record/records.py's make_record, loaded by its path (the bench imports no test package)."""
-    spec = importlib.util.spec_from_file_location("bench_step_records", ROOT / "tests" / "step_record" / "records.py")
+    """tests/record_factory.py's make_record, loaded by its path (the bench imports no test package)."""
+    spec = importlib.util.spec_from_file_location("bench_step_records", ROOT / "tests" / "record_factory.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.make_record

@@ -3,7 +3,7 @@ import re
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser_helpers import STEPS, wait_settled
+from browser_helpers import BLOCKING, STEPS, describe, wait_settled
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -17,7 +17,6 @@ PAGES = ["/"] + [step.path for step in STEPS] + [
     "/walkthroughs/other/steps/second",                                    # view-only snapshot
     "/no/such/page",                                                       # 404 page
 ]
-BLOCKING = {"serious", "critical"}
 INTERACTIVE = "a[href], button, input:not([type=hidden]), select, textarea, [role=button], [tabindex='0']"
 
 
@@ -26,10 +25,6 @@ def axe() -> Axe:
     return Axe()
 
 
-def describe(violations) -> str:
-    return "\n".join(f"{v['id']} ({v['impact']}): {v['help']} -> "
-                     + "; ".join(", ".join(n["target"]) for n in v["nodes"][:8])
-                     for v in violations)
 
 
 def test_axe_finds_no_serious_violations(page, axe, problems):

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import wait_settled
+from browser_helpers import FOCUS_BOX, mostly_in_first_view, wait_settled
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -21,12 +21,6 @@ WALKS = {
     "toy_grpo": ("policy", "advantages", "clip", "reference"),
     "tiny_lm_grpo": ("sample", "rewards", "advantages", "ratio", "kl", "aggregation", "update"),
 }
-FOCUS_BOX = """() => { const f = document.querySelector('[data-step-focus]');
-  const p = document.querySelector('#step-point'); if (!f || !p) return null;
-  const r = f.getBoundingClientRect(), q = p.getBoundingClientRect();
-  return {name: f.dataset.stepFocus, top: r.top, bottom: r.bottom, height: r.height, left: r.left,
-          pointBottom: q.bottom, pointRight: q.right, vh: window.innerHeight, vw: window.innerWidth,
-          sideways: document.scrollingElement.scrollWidth > window.innerWidth}; }"""
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +29,6 @@ def base_url(repo_base_url) -> str:
     return repo_base_url
 
 
-def mostly_in_first_view(box: dict) -> bool:
-    """Wholly in the first viewport, or starting in its upper two thirds and filling at least a
-    third of it (a figure taller than the screen cannot be whole)."""
-    visible = min(box["bottom"], box["vh"]) - max(box["top"], 0)
-    return box["top"] >= 0 and (box["bottom"] <= box["vh"]
-                                or (box["top"] <= box["vh"] * 2 / 3 and visible >= box["vh"] / 3))
 
 
 @pytest.mark.parametrize("size", SIZES)

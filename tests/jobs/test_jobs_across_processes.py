@@ -23,7 +23,7 @@ from app.domain.job_store import open_job_backend
 from app.kinds.tiny_lm.engine import path_tasks
 from app.web.settings import Settings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier]  # `make test-slower`: real server processes train paths, killed mid-run (~6 min)
 
 LEASE_S = 3
 PATH = "/api/walkthroughs/tiny_lm_grpo/paths/r1-zero?seed={seed}&scale={scale}"

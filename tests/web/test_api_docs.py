@@ -17,7 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 from csp import csp_directives
 from paths import ROOT
-from step_record.records import make_record
+from record_factory import make_record
 
 from app.web.schemas.errors import ValidationErrorBody
 
@@ -193,7 +193,7 @@ def test_known_names_are_the_documented_parameters(client, openapi):
     """Derived from each route's parameters (its dependencies' too), so they match the document."""
     operations = {(path, method) for path, ops in openapi["paths"].items() if path.startswith("/api") for method in ops}
     posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post")}
-    # a recorded step's routes need a record: one is uploaded (tests/step_record/records.py)
+    # a recorded step's routes need a record: one is uploaded (tests/record_factory.py)
     upload = client.post("/api/walkthroughs", files={"file": ("r.json", json.dumps(make_record()), "application/json")})
     record_id = upload.json()["id"]
     urls = {**URLS, "/api/schemas/step-record": "/api/schemas/step-record",

@@ -396,12 +396,15 @@ def test_any_path_and_method(client, path, method, prefix):
 
 # -- schemathesis: the app's own OpenAPI document ------------------------------------------
 
-@pytest.fixture(scope="module")
-def openapi_schema(client):
-    return schemathesis.openapi.from_asgi("/openapi.json", client.app)
+@pytest.fixture
+def openapi_schema(make_client):
+    """An app of its own: schemathesis calls it through starlette's TestClient as a context manager,
+    whose exit runs the app's shutdown (its compute executor stops). On the module's shared client
+    that broke every test after this one, an order dependency pytest-randomly found."""
+    return schemathesis.openapi.from_asgi("/openapi.json", make_client(raise_server_exceptions=False).app)
 
 
-def test_schemathesis_openapi(client, openapi_schema):
+def test_schemathesis_openapi(openapi_schema):
     """Every operation the document lists, cases generated from its own parameter schemas."""
     from schemathesis.checks import not_a_server_error
 
@@ -409,7 +412,7 @@ def test_schemathesis_openapi(client, openapi_schema):
     for result in openapi_schema.get_all_operations():
         operation = result.ok()
         if operation.method.upper() != "GET":
-            continue  # the upload endpoint has its own tests (tests/test_upload.py)
+            continue  # the upload endpoint has its own tests (tests/web/test_upload.py)
         costly = operation.path.startswith("/api/processes/") or "/paths/" in operation.path
         strategy = operation.as_strategy()
 

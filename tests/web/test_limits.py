@@ -1,4 +1,4 @@
-"""Limits at the edge (README "Limits"): header size (431) and header timeout (408, or a plain
+"""Limits at the edge (docs/reference/configuration.md "Limits"): header size (431) and header timeout (408, or a plain
 close of a silent connection), keep-alive idle close, request bodies over the cap refused (413)
 once the rest has been drained (unread from a Content-Length when the client waits for
 `100 Continue`; a sender that goes silent answered after the header timeout), cut at the cap

@@ -1,8 +1,8 @@
 
 """Bounded load test of the real server on loopback: `python -m app` as a subprocess.
 
-64 concurrent keep-alive connections for LOAD_SECONDS (default 10 s; the README quotes a
-30 s run: `LOAD_SECONDS=30 .venv/bin/python -m pytest tests/test_load.py -s`), a mix of full
+64 concurrent keep-alive connections for LOAD_SECONDS (default 10 s; docs/reference/reliability.md quotes a
+30 s run: `LOAD_SECONDS=30 .venv/bin/python -m pytest tests/web/test_load.py -s`), a mix of full
 pages, htmx fragments, cached tensors, uncached tensors (a new seed each), process runs and
 deliberate 4xx. Asserts no errors, that identical requests got identical bodies, and that a
 sample of every kind, made alone afterwards on a fresh server process (no cache shared with

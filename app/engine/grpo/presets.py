@@ -1,7 +1,7 @@
 """Named sets of GRPO conventions, each read from its source (versions pinned in the peer tests).
 
 A preset fills every convention it names; a parameter given explicitly overrides it.
-The sources (file, version) are cited in docs/design.md §3 and the README.
+The sources (file, version) are cited in docs/design.md §3 and docs/reference/step-parameters.md ("Presets").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The GRPO step record (docs/step-record.md): one optimizer step of a real run, as its framework
+"""The GRPO step record (docs/reference/step-record.md): one optimizer step of a real run, as its framework
 computed it. This file is the one definition: the parser, the refusals by field path and the
 JSON Schema served at /api/schemas/step-record all come from these models.
 
@@ -39,7 +39,7 @@ class Run(_Model):
 
 
 class Config(_Model):
-    """The conventions the run used, in the app's names (docs/step-record.md maps TRL's and verl's)."""
+    """The conventions the run used, in the app's names (docs/reference/step-record.md maps TRL's and verl's)."""
     policy_loss: Literal["clip", "cispo"] = "clip"
     loss_aggregation: Literal["sample_mean", "token_mean", "token_sum_norm"] = "token_mean"
     token_normalizer: Annotated[float | None, Field(gt=0, allow_inf_nan=False)] = None
@@ -193,5 +193,5 @@ def record_json_schema() -> dict[str, Any]:
     schema["$id"] = "/api/schemas/step-record"
     schema["title"] = "GRPO step record (grpo.step-record, version 1)"
     schema["description"] = ("One optimizer step of a GRPO run as its framework computed it; "
-                             "documented in docs/step-record.md.")
+                             "documented in docs/reference/step-record.md.")
     return schema

@@ -1,6 +1,6 @@
 """What the framework logged for the step, against what the app recomputed from the same tokens.
 
-Each check is one logged key the app can compute (TRL's names; docs/step-record.md): the two
+Each check is one logged key the app can compute (TRL's names; docs/reference/step-record.md): the two
 numbers, their relative difference, and, when they disagree, the likely causes, loudly. The
 relative difference of a number that cancels to about 0 (a GRPO loss of centred advantages at
 ρ = 1) is measured against the size of its terms (`scale`), not against the tiny result: a float32

@@ -1,4 +1,4 @@
-"""A record's own conventions as the shared engine's `Conventions` (docs/step-record.md, `config`).
+"""A record's own conventions as the shared engine's `Conventions` (docs/reference/step-record.md, `config`).
 
 The record names its conventions in the app's own words, so this is a copy, field by field; what
 the engine does not have is refused here, never silently dropped.

@@ -22,7 +22,7 @@ router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 @router.get("/schemas/step-record", response_model=AsBuilt, responses={
     422: error("An unknown query parameter (this route takes none).", ValidationErrorBody)})
 def step_record_schema() -> dict:
-    """The GRPO step-record format (docs/step-record.md) as JSON Schema (draft 2020-12)."""
+    """The GRPO step-record format (docs/reference/step-record.md) as JSON Schema (draft 2020-12)."""
     return record_json_schema()
 
 

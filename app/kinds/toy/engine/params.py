@@ -16,7 +16,7 @@ MAX_INNER_STEPS = 16
 MAX_ABS_REWARD = 1e6
 
 # Defaults chosen so one view shows every phenomenon the walkthrough talks
-# about (checked by tests/test_engine.py::test_defaults_show_every_phenomenon):
+# about (checked by tests/kinds/toy/test_engine.py::test_defaults_show_every_phenomenon):
 # rewards that differ in the group, rho != 1 with clip-active samples, D > 0.
 DEFAULT_SEED = 10
 DEFAULT_GROUP_SIZE = 8

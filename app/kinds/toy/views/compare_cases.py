@@ -1,9 +1,9 @@
 """The one-click Compare cases: well-known GRPO failures, each a saved URL and one sentence.
 
-Defined here only; the compare panel lists them on every step and tests/web/test_compare_api.py
+Defined here only; the compare panel lists them on every step and tests/kinds/toy/test_compare_api.py
 checks every sentence against the numbers the engine computes for its URL (so a sentence
 cannot drift from what the page shows). Side A is the page's ordinary parameters, side B the
-`vs_` conventions (README "Compare mode").
+`vs_` conventions (docs/explanation/compare-mode.md).
 """
 from __future__ import annotations
 

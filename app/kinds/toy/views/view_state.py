@@ -63,7 +63,7 @@ def view_for_step(snapshot: Snapshot, walkthrough_id: str, step_id: str, params:
     return parse_view(snapshot, walkthrough_id, step_id, expanded=None, node=None, params=params)
 
 
-# -- Compare mode: side B's conventions as `vs_<field>` (docs: README "Compare mode") --------
+# -- Compare mode: side B's conventions as `vs_<field>` (docs/explanation/compare-mode.md) --------
 
 COMPARE_KEYS = tuple(COMPARE_PREFIX + name for name in CONVENTION_FIELDS)
 

@@ -2,7 +2,7 @@
 
 Side A is the step of the ordinary query parameters; side B re-scores A's policy, group and
 rewards with the `vs_` conventions (engine/compare.py). The route never validates the body:
-these models document it and tests/web/test_compare_api.py validates real bodies against them.
+these models document it and tests/kinds/toy/test_compare_api.py validates real bodies against them.
 """
 from __future__ import annotations
 
