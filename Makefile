@@ -78,11 +78,14 @@ XDIST := -n $(TEST_WORKERS) --dist loadfile
 test: install-test lint
 	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(XDIST) --module-budget=$(MODULE_BUDGET_S) --durations=10 $(PYTEST_ARGS)
 
-# The slower tier (@pytest.mark.slower_tier: whole training runs through the pages, real server processes
-# killed mid-run, 10,000 requests for the memory bound, the benchmark's smoke run), with the research
-# reproductions. `.ci/run` runs it after `make test`.
+# The slower tier (@pytest.mark.slower_tier: whole training runs through the pages, real server processes,
+# some killed mid-run, 10,000 requests for the memory bound, the benchmark's smoke run), with the research
+# reproductions: first on every core, then the tests that measure a server under load (@pytest.mark.serial)
+# one at a time, so no other test's CPU turns their answers into 503s. `.ci/run` runs it after `make test`.
 test-slower: install-test
-	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(XDIST) -m "slower_tier or reproduce" --durations=10 $(PYTEST_ARGS)
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest $(XDIST) -m "(slower_tier or reproduce) and not serial" \
+		--durations=10 $(PYTEST_ARGS)
+	CHROMIUM_PATH=$(CHROMIUM) $(BIN)/python -m pytest -p no:xdist -m "slower_tier and serial" --durations=10 $(PYTEST_ARGS)
 
 # The research reproductions alone (@pytest.mark.reproduce: the training paths' directions on five seeds,
 # R1-Zero's length growth, Dr. GRPO): full runs, each kept by code version (tests/reproduce_cache.py,

@@ -17,7 +17,8 @@ from paths import ROOT
 from app import jobs as jobs_cli
 from app.domain.job_store import JobSpec, open_job_backend
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 PATH = "/api/walkthroughs/tiny_lm_grpo/paths/r1?seed=43&scale=0.03"
 
 

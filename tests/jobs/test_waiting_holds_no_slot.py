@@ -15,7 +15,8 @@ import pytest
 from live_server import running_server
 from paths import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 TENSORS = "/api/walkthroughs/toy_grpo/tensors?step=clip&seed={}"
 
 

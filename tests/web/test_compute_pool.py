@@ -31,6 +31,9 @@ from app.web.compute_pool import Finished, _portable, finished, rebuild
 from app.web.errors import NotFound, NotRunnable
 from app.web.executor import SlotGate
 
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
+pytestmark = [pytest.mark.slower_tier, pytest.mark.serial]
+
 STEP_PAGE = "/walkthroughs/toy_grpo/steps/clip"
 TENSORS = "/api/walkthroughs/toy_grpo/tensors?step=clip&seed=4242"
 HEAVY = "/api/walkthroughs/toy_grpo/tensors?group_size=4096&seed={}"

@@ -20,6 +20,9 @@ from snapshots import SEED_PATH
 from app.web.factory import create_app
 from app.web.settings import Settings
 
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
+pytestmark = [pytest.mark.slower_tier, pytest.mark.serial]
+
 CUDA = torch.cuda.is_available()
 
 

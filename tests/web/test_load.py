@@ -28,7 +28,8 @@ from live_server import running_server
 from reporting import report
 from run_async import run_async
 
-pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 
 LOAD_SECONDS = float(os.environ.get("LOAD_SECONDS", "10"))
 CONCURRENCY = 64

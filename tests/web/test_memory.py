@@ -24,7 +24,8 @@ from run_async import run_async
 
 from app.kinds.toy.engine.grpo_step import run_grpo_step
 
-pytestmark = [pytest.mark.slow, pytest.mark.slower_tier]  # `make test-slower`: 10,000 requests to a real server (~4 min)
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase (10,000 requests, ~4 min)
 
 # Growth allowed between 1,000 and 10,000 distinct requests. The result cache is full at 1,000
 # (at most 512 entries of ~40 KB here, ~20 MB), the response cache fills up to its own bound

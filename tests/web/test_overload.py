@@ -26,7 +26,8 @@ from live_server import running_server
 from reporting import report
 from run_async import run_async
 
-pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 
 OVERLOAD_SECONDS = float(os.environ.get("OVERLOAD_SECONDS", "10"))
 CLIENTS = 64

@@ -14,7 +14,8 @@ from live_server import running_server
 from paths import ROOT
 from snapshots import seed_dict
 
-pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 
 
 def variant(i: int, pad: int = 0) -> bytes:

@@ -29,6 +29,9 @@ from app.domain.uploads import MAX_UPLOAD_BYTES, MB
 from app.web.middleware import limits
 from app.web.middleware.limits import DRAIN_MAX_BYTES, UPLOAD_BODY_LIMIT, BodyLimitMiddleware
 
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
+pytestmark = [pytest.mark.slower_tier, pytest.mark.serial]
+
 BOUND_S = 60.0  # a hang guard, not a measurement
 HEAD = (b'--bnd\r\nContent-Disposition: form-data; name="file"; filename="big.json"\r\n'
         b"Content-Type: application/json\r\n\r\n")

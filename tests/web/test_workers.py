@@ -15,7 +15,8 @@ import httpx
 import pytest
 from live_server import running_server
 
-pytestmark = pytest.mark.slow  # still run by `make test`; `-m 'not slow'` for a quick local loop
+pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
+# real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 
 REQUESTS = [
     "/api/walkthroughs/toy_grpo/tensors?step=clip&seed=77",
