@@ -161,6 +161,19 @@ def expect_inspector_matches_api(page: Page, node_id: str, api: dict) -> None:
 # axe-core's impacts that fail a page (tests/browser/test_accessibility.py and each kind's page tests)
 BLOCKING = {"serious", "critical"}
 
+def axe_blocking(page, axe, urls, settle) -> dict[str, list]:
+    """Each url's serious or critical axe-core violations (urls without any left out), each page
+    settled by `settle(page)` before axe runs."""
+    blocking = {}
+    for url in urls:
+        page.goto(url)
+        settle(page)
+        violations = [v for v in axe.run(page).response["violations"] if v["impact"] in BLOCKING]
+        if violations:
+            blocking[url] = violations
+    return blocking
+
+
 def describe(violations) -> str:
     return "\n".join(f"{v['id']} ({v['impact']}): {v['help']} -> "
                      + "; ".join(", ".join(n["target"]) for n in v["nodes"][:8])

@@ -3,7 +3,7 @@ import re
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser_helpers import BLOCKING, STEPS, describe, wait_settled
+from browser_helpers import BLOCKING, STEPS, axe_blocking, describe, wait_settled
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -43,13 +43,8 @@ def test_axe_finds_no_serious_violations(page, axe, problems):
 @pytest.mark.parametrize("width, height", [(390, 844), (1280, 720)])
 def test_axe_on_every_step_and_the_overview_at_phone_and_laptop_sizes(make_context, axe, width, height):
     page = make_context(viewport={"width": width, "height": height}).new_page()
-    blocking = {}
-    for url in [step.path for step in STEPS] + [STEPS[2].path + "?view=overview", STEPS[2].path + "?process=r1"]:
-        page.goto(url)
-        wait_settled(page)
-        violations = [v for v in axe.run(page).response["violations"] if v["impact"] in BLOCKING]
-        if violations:
-            blocking[url] = violations
+    urls = [step.path for step in STEPS] + [STEPS[2].path + "?view=overview", STEPS[2].path + "?process=r1"]
+    blocking = axe_blocking(page, axe, urls, wait_settled)
     assert not blocking, "\n\n".join(f"{url}\n{describe(vs)}" for url, vs in blocking.items())
 
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser_helpers import BLOCKING, FOCUS_BOX, describe, mostly_in_first_view, wait_settled
+from browser_helpers import FOCUS_BOX, axe_blocking, describe, mostly_in_first_view, wait_settled
 from paths import ROOT
 from playwright.sync_api import Page, expect
 from record_factory import make_record
@@ -276,11 +276,5 @@ def test_axe_finds_no_serious_violations_on_the_record_pages(make_context, axe, 
         step_url(records["small"], "loss", "preset=dr_grpo"),
         step_url(records["small"], "ratio", "node=python%40ratio%230"),
     ]
-    blocking = {}
-    for url in urls:
-        page.goto(url)
-        settle(page)
-        violations = [v for v in axe.run(page).response["violations"] if v["impact"] in BLOCKING]
-        if violations:
-            blocking[url] = violations
+    blocking = axe_blocking(page, axe, urls, settle)
     assert not blocking, "\n\n".join(f"{url}\n{describe(vs)}" for url, vs in blocking.items())
