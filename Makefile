@@ -150,7 +150,7 @@ bench: install-test
 # on one machine; about a minute (addition) or six (sums).
 BASE_TASK ?= addition
 base-model: install
-	$(BIN)/python -m app.base_model --task $(BASE_TASK)
+	$(BIN)/python -m app base-model --task $(BASE_TASK)
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-output

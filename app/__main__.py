@@ -1,5 +1,5 @@
 """`python -m app`: serve the walkthrough. Flags override environment variables.
-`python -m app open FILE [--serve]`: open a GRPO step record (app/open_file.py)."""
+`python -m app COMMAND ...`: a kind's own subcommand (`open FILE [--serve]`: a step record's)."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ import sys
 import uvicorn
 
 from app.engine.runtime.device import DeviceUnavailable, resolve_device
+from app.web.kind import Cli, KindRegistry
 from app.web.middleware.limits import uvicorn_options
 from app.web.settings import Settings
 
@@ -27,11 +28,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def run_command(name: str, argv: list[str], kinds: KindRegistry | None = None) -> int:
+    from app.house import registry  # the kinds only when a command is asked for
+
+    kinds = kinds or registry()
+    command = kinds.commands.get(name)
+    if command is None:
+        known = ", ".join(sorted(kinds.commands)) or "none"
+        print(f"error: unknown command {name!r} (commands: {known}; or flags: python -m app --help)",
+              file=sys.stderr)
+        return 2
+    return command(argv, Cli(kinds, main))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["open"]:  # python -m app open FILE: a step record into the upload store
-        from app.open_file import main as open_file
-        return open_file(argv[1:])
+    if argv[:1] and not argv[0].startswith("-"):  # a kind's subcommand (Kind.commands)
+        return run_command(argv[0], argv[1:])
     args = parse_args(argv)
     overrides = {k: v for k, v in {
         "host": args.host, "port": args.port, "walkthroughs_dir": args.walkthroughs,

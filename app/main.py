@@ -1,10 +1,10 @@
 """`uvicorn app.main:app` (or `app.main:create_app --factory`): the app, built from the environment.
 
-The factory itself lives in `app.web.factory`; this module only names the entry point.
+The app is built by `app.house` (the kinds, then the shared factory); this module only names the entry point.
 """
 from __future__ import annotations
 
-from app.web.factory import create_app
+from app.house import create_app
 
 __all__ = ["create_app"]
 

@@ -1,4 +1,4 @@
-"""`python -m app.worker`: run training jobs only (issue 21), serving nothing.
+"""`python -m app.worker`: run training jobs only, serving nothing.
 
 A deployment puts compute here, on any machine that reaches the same store: DATABASE_URL for
 PostgreSQL (replicas and workers on other machines), or DATA_DIR's SQLite file (one machine).
@@ -21,7 +21,7 @@ from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.runner import JobRunner, runner_name
 from app.engine.jobs.tasks import lanes
 from app.engine.runtime.device import set_threads
-from app.web.kinds import KINDS, registry
+from app.house import registry
 from app.web.settings import Settings
 
 log = logging.getLogger("app.jobs")
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     name = runner_name()
     runners = [JobRunner(store, tasks, devices(), lease, name=f"{name}/{lane}")
-               for lane, tasks in sorted(lanes(registry(KINDS).tasks).items())]
+               for lane, tasks in sorted(lanes(registry().tasks).items())]
     threads = [threading.Thread(target=r.run_forever, args=(stop,), name=f"runner-{i}", daemon=True)
                for i, r in enumerate(runners)]
     for thread in threads:

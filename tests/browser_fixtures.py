@@ -23,7 +23,7 @@ import uvicorn
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, expect, sync_playwright
 from snapshots import SEED_PATH, framing_snapshot, other_snapshot
 
-from app.web.factory import create_app
+from app.house import create_app
 from app.web.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 # (importing the factory imports the kind registry, which gives the kinds' words for nodes and
 # their template folders to view-model tests that build no app)
-from app.web.factory import create_app  # noqa: E402  (after the path set-up above)
+from app.house import create_app  # noqa: E402  (after the path set-up above)
 from app.web.settings import Settings  # noqa: E402
 
 # Chromium, the test server and page fixtures, for any folder's page tests (tests/browser_fixtures.py);

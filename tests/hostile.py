@@ -17,7 +17,7 @@ from snapshots import seed_dict
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
-from app.web.factory import create_app
+from app.house import create_app
 from app.web.settings import Settings
 
 SEED = seed_dict()

@@ -20,8 +20,8 @@ from app.domain.snapshot.fields import UNLINKABLE_IDS
 
 log = logging.getLogger(__name__)
 
-# Which walkthrough kind runs a snapshot ("toy", "tiny_lm", …), or None for view-only. The web
-# layer's kind registry supplies it (app/web/kinds.py); the domain only stores the answer.
+# Which walkthrough kind runs a snapshot (a kind's id), or None for view-only. The kind registry
+# supplies it (app/house.py); the domain only stores the answer.
 Classify = Callable[[Snapshot], str | None]
 
 
@@ -31,13 +31,13 @@ def view_only(_snapshot: Snapshot) -> str | None:
 
 @dataclass(frozen=True)
 class Reader:
-    """A file format other than a snapshot that a kind opens (a GRPO step record): asked, in order,
+    """A file format other than a snapshot that a kind opens (its own JSON format): asked, in order,
     before a file is read as a `tensorviz.graph` snapshot. `opens` looks at the parsed JSON only;
     `open` builds the graph the pages draw and the kind's own data (the entry's `payload`), or
     raises SnapshotError naming the field by path, as a snapshot's refusal does."""
     kind: str
-    title: str  # "GRPO step record"
-    max_bytes: int
+    title: str  # what the file is, for a refusal: "a <title> may be at most …"
+    max_bytes: int  # its own limit; the transport's cap is the largest reader's (or a snapshot's)
     opens: Callable[[Any], bool]
     open: Callable[[Any, str], tuple[Snapshot, Any]]
 
@@ -45,11 +45,20 @@ class Reader:
 def reader_for(readers: Sequence[Reader], data: Any) -> Reader | None:
     return next((r for r in readers if r.opens(data)), None)
 
-DEFAULT_ID = "toy_grpo"
+@dataclass(frozen=True)
+class Featured:
+    """One of a kind's own walkthroughs, shown first and with its own words on the start page and
+    in every list: what it teaches, and the sentences that introduce it when it opens the story.
+    The first featured one that loads is the default walkthrough (`/`)."""
+    walkthrough_id: str
+    headline: str
+    teaches: str
+    intro: str = ""
+    rank: int = 0  # place in the lists, lowest first
 
 
 def walkthrough_id_from_filename(name: str) -> str:
-    """``toy_grpo.tensorviz.json`` -> ``toy_grpo``; ``other.json`` -> ``other``."""
+    """``ours.tensorviz.json`` -> ``ours``; ``other.json`` -> ``other``."""
     stem = name.removesuffix(".json")
     return stem.removesuffix(".tensorviz")
 
@@ -61,7 +70,7 @@ class CatalogEntry:
     snapshot: Snapshot | None
     error: str | None
     kind: str | None = None  # decided once, when the file is loaded or uploaded; None = view-only
-    payload: Any = None  # what a Reader read beside the graph (a step record); None for a snapshot
+    payload: Any = None  # what a Reader read beside the graph (a kind's own data); None for a snapshot
 
     @property
     def ok(self) -> bool:
@@ -72,6 +81,8 @@ class Catalog:
     def __init__(self, entries: list[CatalogEntry] | tuple[CatalogEntry, ...] = ()) -> None:
         # Uploaded snapshots (domain.uploads.UploadStore), consulted after the folder's own.
         self.uploads = None
+        # The kinds' own walkthroughs (Featured), set by the web layer from its kind registry.
+        self.featured: tuple[Featured, ...] = ()
         self._entries = list(entries)
         self._by_id: dict[str, CatalogEntry] = {}
         for entry in self._entries:
@@ -125,8 +136,11 @@ class Catalog:
 
     @property
     def default_id(self) -> str | None:
-        if DEFAULT_ID in self._by_id and self._by_id[DEFAULT_ID].ok:
-            return DEFAULT_ID
+        """The first featured walkthrough that loaded, else the first that loaded."""
+        for featured in sorted(self.featured, key=lambda f: f.rank):
+            entry = self._by_id.get(featured.walkthrough_id)
+            if entry is not None and entry.ok:
+                return entry.id
         return next((e.id for e in self._entries if e.ok), None)
 
 

@@ -31,11 +31,7 @@ from app.domain.upload_store import (
 log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
-MAX_BYTES = 2 * MB  # a `tensorviz.graph` snapshot
-# A GRPO step record (docs/reference/step-record.md): a G 16 x 4,096-token step is 2.6-5 MB; the largest
-# file any upload may be, so the transport's cap (web/middleware/limits.py) is this one.
-MAX_RECORD_BYTES = 32 * MB
-MAX_UPLOAD_BYTES = max(MAX_BYTES, MAX_RECORD_BYTES)
+MAX_BYTES = 2 * MB  # a `tensorviz.graph` snapshot; a kind's reader sets its own format's limit
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -69,7 +65,12 @@ class UploadStore:
         self._cached_bytes = 0
         self._lock = threading.Lock()
         self.classify: Classify = view_only  # the app sets its kind registry's matcher (web/factory.py)
-        self.readers: tuple[Reader, ...] = ()  # and its kinds' other formats (step records)
+        self.readers: tuple[Reader, ...] = ()  # and its kinds' own file formats
+
+    @property
+    def upload_limit(self) -> int:
+        """The largest file of any format this store opens: a snapshot's, or a larger reader's."""
+        return max([MAX_BYTES, *(r.max_bytes for r in self.readers)])
 
     @classmethod
     def open(cls, data_dir: Path, database_url: str | None = None, *, quota_mb: int = 512,
@@ -83,8 +84,8 @@ class UploadStore:
         parse_snapshot refuses deep nesting itself, before any recursive parser runs. Bytes
         already stored are never refused, however full the store is.
         """
-        if len(raw) > MAX_UPLOAD_BYTES:
-            raise UploadRejected(413, f"the file is larger than the {MAX_UPLOAD_BYTES // MB} MB limit of any "
+        if len(raw) > self.upload_limit:
+            raise UploadRejected(413, f"the file is larger than the {self.upload_limit // MB} MB limit of any "
                                       f"upload ({len(raw)} bytes)")
         digest = hashlib.sha256(raw).hexdigest()
         ident = digest[:16]
@@ -107,12 +108,12 @@ class UploadStore:
         return entry, created
 
     def _open(self, ident: str, raw: bytes) -> CatalogEntry:
-        """The entry for these bytes: a kind's own format (a step record, up to its reader's limit)
-        or a snapshot (up to 2 MB). Raises UploadRejected (413, 422)."""
+        """The entry for these bytes: a kind's own format (up to its reader's limit) or a snapshot
+        (up to 2 MB). Raises UploadRejected (413, 422)."""
         reader = data = None
         if self.readers:
             try:
-                data = json.loads(raw)  # parsed once: a record's reader takes it as it is
+                data = json.loads(raw)  # parsed once: a reader takes it as it is
                 reader = reader_for(self.readers, data)
             except (ValueError, RecursionError):
                 reader = None  # not JSON: the snapshot parser below says why, by path

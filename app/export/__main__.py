@@ -1,4 +1,7 @@
-"""`python -m app.export`: trace a model into a walkthrough file (see app/export/__init__.py)."""
+"""`python -m app.export`: trace a model into a walkthrough file (see app/export/__init__.py).
+
+An entry point, like `python -m app`: the models it knows are the kinds' (`Kind.export_targets`),
+asked of the house; the exporter's library (the rest of app/export) names no kind."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +11,14 @@ import sys
 import time
 from datetime import datetime
 
-from app.export.targets import TARGETS
+
+def _targets() -> dict:
+    from app.house import registry
+
+    return registry().export_targets
+
+
+TARGETS = _targets()
 
 
 def _iso(text: str) -> str:

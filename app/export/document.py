@@ -18,11 +18,11 @@ import torch
 
 from app.domain.snapshot import parse_snapshot
 from app.domain.snapshot.models import FORMAT
+from app.engine.export_target import ExportTarget
 from app.engine.runtime.trace import trace_model
 from app.export.graph import Graph, build_graph
 from app.export.layout import layout
 from app.export.steps import StepsFile, build_steps, check_against, stored_positions
-from app.export.targets import ExportTarget
 
 VERSION, SCHEMA_VERSION = 3, 2
 

@@ -1,11 +1,11 @@
-"""The start of the story (`/`): what GRPO is for and what the first walkthrough's toy is, in a
-few sentences, then a clear start at its step 1 (docs/design.md, "The story"). The export's
-own opening view (ToyGRPO opens on `advantages`) stays one link away: /walkthroughs/{id}."""
+"""The start of the story (`/`): what GRPO is for and what the first walkthrough is (its kind's
+`Featured.intro`), in a few sentences, then a clear start at its step 1 (docs/design.md, "The
+story"). The export's own opening view stays one link away: /walkthroughs/{id}."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.catalog import CatalogEntry
+from app.domain.catalog import CatalogEntry, Featured
 from app.views.glossary import TERMS, Segment, Term, annotate
 from app.views.urls import URLS
 from app.views.walkthrough_list import ListedWalkthrough, list_walkthroughs
@@ -14,10 +14,6 @@ WHY = ("DeepSeek-R1 learned to reason by reinforcement learning with GRPO: for e
        "group of answers, a rule gives each a reward, and each answer is made more or less likely by how it "
        "scored against the rest of its group. There is no critic, no second network guessing how good an "
        "answer is: the group's mean is the baseline.")
-TOY = ("The first walkthrough is a toy you can hold in your head: six prompts, four possible answers to each "
-       "(readable and right; right but in mixed languages; right but ignoring the answer format; wrong), and "
-       "a policy that gives each answer a probability. Every number on these pages is computed by PyTorch on "
-       "this server, for the numbers you choose.")
 
 
 @dataclass(frozen=True)
@@ -31,7 +27,7 @@ class StepLink:
 @dataclass(frozen=True)
 class Home:
     why: list[Segment]
-    toy: list[Segment]
+    intro: list[Segment]  # the first walkthrough's own sentences (empty for one no kind features)
     first: ListedWalkthrough
     start_url: str
     opening_url: str      # the export's opening view
@@ -41,15 +37,16 @@ class Home:
     glossary: tuple[Term, ...] = TERMS
 
 
-def build_home(entry: CatalogEntry, entries: list[CatalogEntry]) -> Home:
+def build_home(entry: CatalogEntry, entries: list[CatalogEntry], featured: tuple[Featured, ...] = ()) -> Home:
     snapshot = entry.snapshot
     assert snapshot is not None, "the default walkthrough is a loaded one"
-    listed = list_walkthroughs(entries, entry.id)
+    listed = list_walkthroughs(entries, featured, entry.id)
+    intro = next((f.intro for f in featured if f.walkthrough_id == entry.id), "")
     first = next(w for w in listed if w.id == entry.id)
     opening = snapshot.opening_step_id
     steps = tuple(StepLink(i + 1, s.title, URLS.step(entry.id, s.id), s.id == opening)
                   for i, s in enumerate(snapshot.steps))
-    why, toy = annotate([WHY, TOY], prefix="home")
-    return Home(why, toy, first, steps[0].url, URLS.walkthrough(entry.id),
+    why, intro_segments = annotate([WHY, intro], prefix="home")
+    return Home(why, intro_segments if intro else [], first, steps[0].url, URLS.walkthrough(entry.id),
                 next(s.number for s in steps if s.opening), steps,
                 tuple(w for w in listed if w.id != entry.id and not w.error))

@@ -82,11 +82,16 @@ def _generic(node: Node) -> NodeMeaning:
 
 
 # A kind's words for the nodes of its own graphs: (snapshot, node, conventions, G) -> meaning, or
-# None to pass. The kind registry (app/web/kinds.py) lists every kind's; the first answer wins
-# (datasette's firstresult hooks), so a graph shaped like a kind's model reads in its words even
-# when it is uploaded view-only.
+# None to pass. Each app adds its kinds' (create_app); the first answer wins (datasette's firstresult
+# hooks), so a graph shaped like a kind's model reads in its words even when it is uploaded view-only.
 Describer = Callable[[Snapshot, Node, Conventions | None, int | None], "NodeMeaning | None"]
 DESCRIBERS: list[Describer] = []
+
+
+def add_describers(describers) -> None:
+    """Additive and idempotent: a describer answers only for graphs shaped like its kind's model,
+    so one app's kinds never change the words of another's in the same process."""
+    DESCRIBERS.extend(d for d in describers if d not in DESCRIBERS)
 
 
 def node_meaning(snapshot: Snapshot, node_id: str, conventions: Conventions | None = None,

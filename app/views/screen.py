@@ -1,7 +1,7 @@
 """The part of a walkthrough screen every kind shares, built from URL state (no web framework
 here): the step and its navigation, the graph under the step's camera, the selected node's
-inspector, and the links. A kind's screen extends Screen with what it computes (the toy's
-ToyScreen, the tiny LM's TinyLMScreen) and names the templates that draw it (`parts`).
+inspector, and the links. A kind's screen extends Screen with what it computes and names the
+templates that draw it (`parts`).
 """
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ class Screen:
     # (where a node has no record), "node_extra" after a record, "inspector_tail" closing it,
     # "compare" the Compare panel (shown when the kind's page passes a `compare` view).
     parts: ClassVar[Mapping[str, str]] = {}
+    # What its last step leads on to on this page besides the next walkthrough: (the anchor of a
+    # section the kind's page has, its words), or None
+    leads_on: ClassVar[tuple[str, str] | None] = None
     runnable: ClassVar[bool] = False  # a kind's screen computes; a view-only one draws the file
     stories: ClassVar[Mapping[str, StepStory]] = {}  # per step id: what it teaches (views/story.py)
     result: Any = None  # what the kind recorded for this view (None: nothing ran)

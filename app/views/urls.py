@@ -1,4 +1,5 @@
-"""Every link the app makes, built in one place (as datasette's `url_builder.Urls`).
+"""The house's links, built in one place (as datasette's `url_builder.Urls`); each kind builds its
+own endpoints' links in its views/urls.py with `segment` and `with_query`.
 
 Links are root-relative and built from ids the app validated, each path segment
 quoted, never from the Host header.
@@ -12,11 +13,12 @@ from app.engine.grpo.params import OFF, Conventions
 from app.views import numbers
 
 
-def _segment(value: str) -> str:
+def segment(value: str) -> str:
+    """One path segment, quoted whole ("/" included)."""
     return quote(value, safe="")
 
 
-def _with_query(path: str, query: Mapping[str, str] | None) -> str:
+def with_query(path: str, query: Mapping[str, str] | None) -> str:
     return f"{path}?{urlencode(query)}" if query else path
 
 
@@ -60,35 +62,13 @@ class Urls:
         return "/walkthroughs/new"
 
     def walkthrough(self, walkthrough_id: str) -> str:
-        return f"/walkthroughs/{_segment(walkthrough_id)}"
+        return f"/walkthroughs/{segment(walkthrough_id)}"
 
     def step(self, walkthrough_id: str, step_id: str, query: Mapping[str, str] | None = None) -> str:
-        return _with_query(f"{self.walkthrough(walkthrough_id)}/steps/{_segment(step_id)}", query)
-
-    def tensors(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
-        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tensors", query)
-
-    def lm_path(self, walkthrough_id: str, path: str, query: Mapping[str, str] | None = None) -> str:
-        return _with_query(f"{self.walkthrough(walkthrough_id)}/paths/{_segment(path)}", query)
-
-    def tokens(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
-        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/tokens", query)
-
-    def compare(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
-        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/compare", query)
-
-    def record(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
-        """A recorded step's numbers (the step-record kind's API)."""
-        return _with_query(f"/api/walkthroughs/{_segment(walkthrough_id)}/record", query)
-
-    def record_schema(self) -> str:
-        return "/api/schemas/step-record"
+        return with_query(f"{self.walkthrough(walkthrough_id)}/steps/{segment(step_id)}", query)
 
     def api_docs(self) -> str:
         return "/docs"
-
-    def process(self, process_id: str) -> str:
-        return f"/api/processes/{_segment(process_id)}"
 
 
 URLS = Urls()

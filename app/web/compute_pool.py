@@ -11,9 +11,9 @@ In a process of its own that work holds its own GIL, and the web process only se
   afresh (~2 s with torch); each is started the first time a job needs it, or in the
   background at start-up (`warm`, from the app's lifespan), and lives until the app stops.
 - Each worker is set up by `_init_worker`: `os.nice(WORKER_NICE)`, so on a 2-core machine the
-  web process wins the CPU when both compete; `factory.configure_process(settings)`, the set-up
+  web process wins the CPU when both compete; `house.configure_worker(settings)`, the set-up
   every computing process shares (torch threads, the compute limiter, ...); then its own app
-  state (`factory.worker_app`: catalog, uploads, device, the kinds' state), built once.
+  state (`house.worker_app`: catalog, uploads, device, the kinds' state), built once.
 - A job is `_job(fn, args, with_app)`: fn is a module-level function (pickled by name), its
   arguments plain values. `with_app` hands fn the worker's app first, so a route sends ids,
   not a catalog. What comes back must pickle: a starlette Response becomes `Finished` (status,
@@ -47,7 +47,7 @@ WORKER_NICE = 10  # CFS weight 110 against the web process's 1024: the event loo
 STOP_GRACE_S = 5.0  # at shutdown, a worker not gone after this is terminated (an idle one takes ~1-3 s:
                     # the interpreter's exit with torch loaded, niced, both workers at once)
 
-# The worker process's own app (factory.worker_app), set by _init_worker; None in the web process.
+# The worker process's own app (house.worker_app), set by _init_worker; None in the web process.
 _APP: Any = None
 
 
@@ -125,8 +125,8 @@ def _portable(exc: Exception) -> Exception:
 
 def _init_worker(settings: Settings, configure: Callable[[Settings], None], build_app: Callable[[Settings], Any],
                  ) -> None:
-    """The worker's set-up: configure is factory.configure_process, build_app factory.worker_app
-    (handed in, pickled by name: this module must not import the factory, which imports the kinds)."""
+    """The worker's set-up: configure and build_app are app/house.py's configure_worker and
+    worker_app (handed in, pickled by name: the shared layers never import the registry)."""
     global _APP
     os.nice(WORKER_NICE)
     configure(settings)

@@ -16,24 +16,25 @@ from pydantic import BaseModel
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot
-from app.domain.uploads import MAX_UPLOAD_BYTES, UploadRejected
+from app.domain.uploads import UploadRejected
 from app.web.errors import NotFound, NotRunnable
 from app.web.executor import ComputeExecutor
-from app.web.middleware.limits import UPLOAD_LIMITS
+from app.web.kind import KindRegistry
 from app.web.schemas.errors import ValidationErrorBody, error
 
 
-async def read_capped(file: UploadFile) -> bytes:
-    """Read at most MAX_UPLOAD_BYTES + 1, the largest file of any format, however big the body
-    claims to be; the store then applies the file's own format's limit (UploadStore.add)."""
-    raw = await file.read(MAX_UPLOAD_BYTES + 1)
-    if len(raw) > MAX_UPLOAD_BYTES:
-        raise UploadRejected(413, f"the file is larger than the upload limit ({UPLOAD_LIMITS})")
+async def read_capped(request: Request, file: UploadFile) -> bytes:
+    """Read at most the app's upload limit + 1 (the largest file of any format its kinds open),
+    however big the body claims to be; the store then applies the file's own format's limit."""
+    kinds: KindRegistry = request.app.state.kinds
+    raw = await file.read(kinds.upload_limit + 1)
+    if len(raw) > kinds.upload_limit:
+        raise UploadRejected(413, f"the file is larger than the upload limit ({kinds.upload_limits})")
     return raw
 
 
-async def kind_registry(request: Request) -> Any:
-    """The app's kind registry (app/web/kinds.py); typed loosely here, since the kinds import deps."""
+async def kind_registry(request: Request) -> KindRegistry:
+    """The kinds this app serves (app/house.py names them)."""
     return request.app.state.kinds
 
 
@@ -98,7 +99,7 @@ def check_node(snapshot: Snapshot, node_id: str | None) -> None:
 CatalogDep = Annotated[Catalog, Depends(catalog)]
 DeviceDep = Annotated[str, Depends(device)]
 ComputeDep = Annotated[ComputeExecutor, Depends(compute_executor)]
-KindsDep = Annotated[Any, Depends(kind_registry)]
+KindsDep = Annotated[KindRegistry, Depends(kind_registry)]
 
 
 # -- strict query strings ------------------------------------------------------------------

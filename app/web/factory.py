@@ -1,10 +1,11 @@
-"""Application factory: wires settings, the catalog, the device and the routers."""
+"""Application factory: wires settings, the catalog, the device, the routers and the kinds it is
+given. It names no kind: app/house.py, the registry, calls it with the app's kinds."""
 from __future__ import annotations
 
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -12,16 +13,17 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from app.domain.catalog import Catalog
 from app.domain.uploads import UploadStore
+from app.engine.jobs.tasks import JobTask
 from app.engine.runtime.compute import LIMITER
 from app.engine.runtime.device import resolve_device, set_threads
+from app.views import meaning
 from app.web.errors import install_error_handlers
-from app.web.kind import Kind
-from app.web.kinds import KINDS, registry
+from app.web.kind import KindRegistry
 from app.web.lifespan import with_server
 from app.web.middleware.head import HeadMiddleware
 from app.web.middleware.response_cache import ResponseCacheMiddleware
 from app.web.middleware.security import SecurityHeadersMiddleware
-from app.web.rendering import add_template_dirs
+from app.web.rendering import add_static_dir, add_template_dirs
 from app.web.routes import docs, health, pages, walkthroughs_api
 from app.web.settings import PROJECT_ROOT, Settings
 
@@ -38,18 +40,17 @@ def _deleted_upload(store: UploadStore, path: str) -> bool:
     return match is not None and not store.exists(match.group(1))
 
 
-def configure_process(settings: Settings) -> None:
+def configure_process(settings: Settings, tasks: Mapping[str, JobTask]) -> None:
     """What every process that computes needs, whatever serves it: the web process here, and each
     worker process that runs its torch (the compute pool, the job runner)."""
     set_threads(settings.torch_threads)
     LIMITER.configure(settings.compute_slots, settings.compute_queue)
     from app.web.jobs_setup import configure_jobs  # here: jobs_setup imports the routes
-    configure_jobs(settings)
+    configure_jobs(settings, tasks)
 
 
-def _app_state(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
+def _app_state(app: FastAPI, settings: Settings, kind_registry: KindRegistry) -> None:
     """What routes and kinds read from app.state, in the web app and in each compute worker's."""
-    kind_registry = registry(kinds)
     app.state.settings = settings
     app.state.device = resolve_device(settings.device)
     app.state.kinds = kind_registry
@@ -60,46 +61,56 @@ def _app_state(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
                                                  quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
     app.state.catalog.uploads.classify = kind_registry.classify
     app.state.catalog.uploads.readers = kind_registry.readers
+    app.state.catalog.featured = kind_registry.featured
+    # Additive, never replaced: a kind's templates and static names start with its id, and its words
+    # for nodes answer only for graphs shaped like its model, so one app's kinds never change another's.
     add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])
-    return kind_registry
+    meaning.add_describers([k.describe for k in kind_registry.kinds if k.describe is not None])
+    for kind in kind_registry.kinds:
+        if kind.static is not None:
+            add_static_dir(kind.id, kind.static)
 
 
-def worker_app(settings: Settings) -> FastAPI:
+def worker_app(settings: Settings, kind_registry: KindRegistry) -> FastAPI:
     """A compute worker's app (app/web/compute_pool.py; configure_process already called): the
     state the web app has, so a job gets `request.app.state` and the catalog as a route would.
-    Its routes and middleware are never served. The registry's kinds: a test's own `kinds` run
-    in threads (create_app)."""
+    Its routes and middleware are never served."""
     app = FastAPI()
-    for kind in _app_state(app, settings, KINDS).kinds:
+    _app_state(app, settings, kind_registry)
+    for kind in kind_registry.kinds:
         kind.install(app)
     return app
 
 
-def _compute_executor(app: FastAPI, settings: Settings, kinds: Sequence[Kind]):
-    """The compute executor (app/web/executor.py): worker processes unless COMPUTE_PROCESSES=0 or
-    a test brings its own kinds (functions that a spawned worker could not import by name)."""
+# A compute worker's set-up, by functions a spawned process imports by name (app/house.py's):
+# (configure the process, build its app), each given the settings.
+WorkerSetup = tuple[Callable[[Settings], None], Callable[[Settings], FastAPI]]
+
+
+def _compute_executor(app: FastAPI, settings: Settings, workers: WorkerSetup | None):
+    """The compute executor (app/web/executor.py): worker processes built by `workers`, or threads
+    when COMPUTE_PROCESSES=0 or the caller has none (a test's own kinds, which a spawned worker could
+    not import by name)."""
     from app.web.compute_pool import WorkerPool
     from app.web.executor import ComputeExecutor
-    processes = settings.compute_processes and kinds is KINDS
-    pool = WorkerPool(settings, settings.compute_slots, configure_process, worker_app) if processes else None
+    processes = settings.compute_processes and workers is not None
+    pool = WorkerPool(settings, settings.compute_slots, *workers) if processes and workers else None
     executor = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s, pool=pool)
     executor.app = app
     with_server(app, executor.start, executor.shutdown)  # workers start with the server and stop with it
     return executor
 
 
-def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) -> FastAPI:
-    """The app, serving the walkthrough kinds of `kinds` (the registry's, app/web/kinds.py, unless a
-    test brings its own)."""
-    settings = settings or Settings()
-    configure_process(settings)
+def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSetup | None = None) -> FastAPI:
+    """The app, serving the kinds of `kind_registry` (app/house.py's create_app gives the registry's)."""
+    configure_process(settings, kind_registry.tasks)
 
     # /docs is our own page (routes/docs.py: Swagger UI from /static, under the one CSP);
     # FastAPI's would load it from a CDN. No ReDoc: /redoc is a 404.
     app = FastAPI(title="GRPO walkthrough", version="0.1.0",
                   description="Every number computed by PyTorch on the server.",
                   docs_url=None, redoc_url=None)
-    kind_registry = _app_state(app, settings, kinds)
+    _app_state(app, settings, kind_registry)
     if settings.device == "auto":
         log.info("device auto -> %s", app.state.device)
     install_error_handlers(app, kind_registry.allowed_range)
@@ -110,8 +121,9 @@ def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) 
     # request thread pool; innermost, the body cap (middleware/limits.py) cuts what the routes
     # read, answering 413.
     from app.web.middleware.limits import BodyLimitMiddleware
-    app.state.compute = _compute_executor(app, settings, kinds)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024)
+    app.state.compute = _compute_executor(app, settings, workers)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024,
+                       upload_limit=kind_registry.upload_limit, upload_limits=kind_registry.upload_limits)
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
     if settings.response_cache_mb > 0:
         app.add_middleware(ResponseCacheMiddleware, max_bytes=settings.response_cache_mb * 1024 * 1024,
@@ -124,6 +136,9 @@ def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) 
     app.router.default = RelativeSlashRedirect(app.router)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(HeadMiddleware, router=app.router)
+    for kind in kind_registry.kinds:  # before the shared /static mount, which would take their paths
+        if kind.static is not None:
+            app.mount(f"/static/{kind.id}", StaticFiles(directory=kind.static), name=f"static-{kind.id}")
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
     app.include_router(walkthroughs_api.router)

@@ -1,4 +1,4 @@
-"""The jobs of one process (issue 21): the store, the kinds' tasks and where runs are computed.
+"""The jobs of one process: the store, the kinds' tasks and where runs are computed.
 
 `configure_jobs` runs in every process that reads jobs (app/web/factory.configure_process: the
 web process and each compute worker); `install_jobs` adds to the web app the paths API, the
@@ -7,6 +7,7 @@ answers for a failed or unfinished run, and, with JOB_RUNNER=process, the runner
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -14,7 +15,7 @@ from fastapi.responses import JSONResponse
 from app.domain.job_store import open_job_backend
 from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.client import JOBS, JobFailed
-from app.web.kinds import KINDS, registry
+from app.engine.jobs.tasks import JobTask
 from app.web.lifespan import with_server
 from app.web.rendering import render_error
 from app.web.routes import paths_api
@@ -24,11 +25,11 @@ from app.web.settings import Settings
 log = logging.getLogger("app.jobs")
 
 
-def configure_jobs(settings: Settings) -> None:
+def configure_jobs(settings: Settings, tasks: Mapping[str, JobTask]) -> None:
     """The client of this process. With JOB_RUNNER=process (a served app) no process but the runner
     child computes; "thread" (the test suite's in-process apps) starts runner threads on first use."""
     store = open_job_backend(settings.resolved_data_dir, settings.database_url)
-    JOBS.configure(store, registry(KINDS).tasks, settings.job_runner, settings.job_lease_s)
+    JOBS.configure(store, tasks, settings.job_runner, settings.job_lease_s)
 
 
 def install_jobs(app: FastAPI, settings: Settings) -> None:

@@ -1,24 +1,29 @@
-"""What a walkthrough kind brings to the house (docs/design.md §5, "How to add a kind").
+"""What a walkthrough kind brings to the house, and the registry of the kinds an app serves
+(docs/design.md, "How to add a kind").
 
-A kind is one package under app/kinds/ (its domain, engine, views, web and templates) and one
-line in app/web/kinds.py. The house asks it two things: does your engine run this snapshot
-(`matches`, asked once per file when it is loaded or uploaded; the answer is stored on the
-catalog entry), and what does this step look like (`step_page`, called by the one step route on
-the compute executor). Everything else a kind adds, it adds through `install`: routers,
-exception handlers, start-up state.
+A kind is one package under app/kinds/<id>/ (its domain, engine, views, web, templates and static
+files) and one line in app/house.py, the only module that names the kinds. `Kind` is its manifest:
+everything the house asks of a kind is a field here, so the shared layers never name one. The house
+asks two things of every kind: does your engine run this snapshot (`matches`, asked once per file
+when it is loaded or uploaded; the answer is stored on the catalog entry), and what does this step
+look like (`step_page`, called by the one step route on the compute executor). The rest is
+optional: routers and start-up state (`install`), templates and static files, readers of its own
+file formats, job tasks, command-line subcommands, what the start and upload pages say of it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from app.domain.catalog import Catalog, CatalogEntry, Reader
+from app.domain.catalog import Catalog, CatalogEntry, Featured, Reader
 from app.domain.snapshot import Node, Snapshot
+from app.domain.uploads import MAX_BYTES, MB
+from app.engine.export_target import ExportTarget
 from app.engine.grpo.params import Conventions
 from app.engine.jobs.tasks import JobTask
 from app.views.meaning import NodeMeaning
@@ -41,13 +46,29 @@ class StepRequest:
 
 
 @dataclass(frozen=True)
+class Cli:
+    """What a kind's command-line subcommand gets besides its arguments: the registry (to store a
+    file as the server would classify it) and a way to start the server afterwards."""
+    kinds: KindRegistry
+    serve: Callable[[list[str]], int]
+
+
+# `python -m app <name> ARGS…`: (ARGS, Cli) -> exit status
+Command = Callable[[list[str], Cli], int]
+
+
+@dataclass(frozen=True)
 class Kind:
-    id: str  # stored on catalog entries ("toy", "tiny_lm"); never in a URL
-    title: str  # what it is, for people ("ToyGRPO: one choice per completion")
+    id: str  # stored on catalog entries; never in a URL
+    title: str  # what it is, for people
     matches: Callable[[Snapshot], bool]  # the engine's rule: it runs exactly this export's nodes
     step_page: Callable[[StepRequest], Response]  # runs on the compute executor (a cache miss computes)
     install: Callable[[FastAPI], None] = lambda app: None  # routers, handlers, app.state
     templates: Path | None = None  # holds templates/<kind id>/…, names the kind's screen uses
+    # Served at /static/<kind id>/…; its stylesheets (names relative to it) load on every page, after
+    # the shared ones (a page may be a fragment swapped into another kind's page, so they are global).
+    static: Path | None = None
+    stylesheets: tuple[str, ...] = ()
     # The kind's words for nodes of graphs shaped like its model, even view-only ones (views/meaning.py)
     describe: Callable[[Snapshot, Node, Conventions | None, int | None], NodeMeaning | None] | None = None
     # The allowed range of one of its parameters, for a 422 that names no range itself
@@ -57,9 +78,95 @@ class Kind:
     # The job of one of its training paths: (request, entry, path id, the path API's query) ->
     # (task name, params). KeyError for a path it does not have; ValueError names a bad parameter.
     path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
-    # The jobs a step page will read (the toy's paths, when its URL names one): awaited on the event
-    # loop before the page takes a compute slot (web/job_wait.py). [] for none, or for a query the
-    # page itself will refuse.
+    # The jobs a step page will read (a training path its URL names): awaited on the event loop
+    # before the page takes a compute slot (web/job_wait.py). [] for none, or for a query the page
+    # itself will refuse.
     step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None
-    # A file format of its own (the step record's): such files open as this kind whatever their graph
+    # A file format of its own: such files open as this kind whatever their graph
     reader: Reader | None = None
+    # Its own walkthrough files, listed first with what they teach (the first loaded one is `/`)
+    featured: tuple[Featured, ...] = ()
+    # A template (under its `templates`) the upload page includes: how to make a file it opens
+    upload_help: str | None = None
+    # `python -m app <name> …`
+    commands: Mapping[str, Command] = field(default_factory=dict)
+    # Its models for `python -m app.export --model NAME`
+    export_targets: tuple[ExportTarget, ...] = ()
+
+
+@dataclass(frozen=True)
+class KindRegistry:
+    """The kinds one app serves, in order: the first kind whose engine matches a snapshot runs it
+    (datasette's firstresult hooks); a snapshot none matches is view-only."""
+    kinds: tuple[Kind, ...]
+
+    def __post_init__(self) -> None:
+        ids = [k.id for k in self.kinds]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"two kinds share an id: {ids}")
+        commands = [name for k in self.kinds for name in k.commands]
+        if len(set(commands)) != len(commands):
+            raise ValueError(f"two kinds share a command name: {commands}")
+
+    def classify(self, snapshot: Snapshot) -> str | None:
+        """The id of the first kind whose engine runs `snapshot`, or None (view-only)."""
+        return next((k.id for k in self.kinds if k.matches(snapshot)), None)
+
+    @property
+    def readers(self) -> tuple[Reader, ...]:
+        """Every kind's own file formats, asked before a file is read as a snapshot."""
+        return tuple(k.reader for k in self.kinds if k.reader is not None)
+
+    @property
+    def upload_limit(self) -> int:
+        """The largest file any upload may be: a snapshot's limit or a larger reader's. The
+        transport's cap (web/middleware/limits.py) is this one; each format then has its own."""
+        return max([MAX_BYTES, *(r.max_bytes for r in self.readers)])
+
+    @property
+    def upload_limits(self) -> str:
+        """What each format may be, for a 413: "files up to 32 MB: a …; a tensorviz snapshot up to 2 MB"."""
+        own = [f"a {r.title}" for r in sorted(self.readers, key=lambda r: -r.max_bytes) if r.max_bytes > MAX_BYTES]
+        snapshot = f"a tensorviz snapshot up to {MAX_BYTES // MB} MB"
+        return f"files up to {self.upload_limit // MB} MB: {', '.join(own)}; {snapshot}" if own else snapshot
+
+    @property
+    def featured(self) -> tuple[Featured, ...]:
+        return tuple(sorted((f for k in self.kinds for f in k.featured), key=lambda f: f.rank))
+
+    @property
+    def commands(self) -> dict[str, Command]:
+        return {name: command for k in self.kinds for name, command in k.commands.items()}
+
+    @property
+    def export_targets(self) -> dict[str, ExportTarget]:
+        found = {t.name: t for k in self.kinds for t in k.export_targets}
+        if len(found) != sum(len(k.export_targets) for k in self.kinds):
+            raise ValueError("two kinds share an export target's name")
+        return found
+
+    @property
+    def upload_help(self) -> tuple[str, ...]:
+        return tuple(k.upload_help for k in self.kinds if k.upload_help is not None)
+
+    @property
+    def stylesheets(self) -> tuple[str, ...]:
+        """Every kind's stylesheets as static names (`<kind id>/<name>`)."""
+        return tuple(f"{k.id}/{name}" for k in self.kinds for name in k.stylesheets)
+
+    def get(self, kind_id: str | None) -> Kind | None:
+        return next((k for k in self.kinds if k.id == kind_id), None)
+
+    @property
+    def tasks(self) -> dict[str, JobTask]:
+        """Every kind's job tasks by name (names are unique across kinds)."""
+        found = {t.name: t for k in self.kinds for t in k.tasks}
+        if len(found) != sum(len(k.tasks) for k in self.kinds):
+            raise ValueError("two kinds share a job task name")
+        return found
+
+    def allowed_range(self, name: str) -> str | None:
+        for kind in self.kinds:
+            if kind.allowed_range is not None and (found := kind.allowed_range(name)) is not None:
+                return found
+        return None

@@ -6,6 +6,7 @@ the static-file URL.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -23,11 +24,25 @@ templates.env.globals["urls"] = URLS  # a pure builder: the links templates writ
 
 
 def add_template_dirs(dirs) -> None:
-    """A kind's own templates (app/kinds/<kind>/templates/<kind>/…), searched after the shared ones."""
+    """A kind's own templates (app/kinds/<kind>/templates/<kind>/…), searched after the shared ones.
+    Called by create_app for the kinds it serves; additive (an app never takes a kind's templates
+    from another app of the same process: their names start with the kind's id)."""
     loader = templates.env.loader
     for d in dirs:
         if str(d) not in loader.searchpath:  # type: ignore[union-attr]
             loader.searchpath.append(str(d))  # type: ignore[union-attr]
+
+
+def add_static_dir(prefix: str, directory: Path) -> None:
+    """A kind's own static files, served at /static/<prefix>/… (create_app mounts them): versioned
+    like the shared ones. A prefix may not shadow a shared folder."""
+    if (STATIC_DIR / prefix).exists():
+        raise ValueError(f"static/{prefix} exists: a kind's static prefix may not shadow it")
+    for path in sorted(directory.rglob("*")):
+        if path.is_file():
+            name = f"{prefix}/{path.relative_to(directory).as_posix()}"
+            _STATIC_ROOTS[name] = path
+            _version(name)
 
 
 # The request headers that choose between the full page and the fragment (wants_fragment).
@@ -74,7 +89,7 @@ def static_version(name: str) -> str | None:
 
 
 def _version(name: str) -> str:
-    digest = hashlib.sha256((STATIC_DIR / name).read_bytes()).hexdigest()[:10]
+    digest = hashlib.sha256(_STATIC_ROOTS.get(name, STATIC_DIR / name).read_bytes()).hexdigest()[:10]
     _STATIC_VERSIONS[name] = digest
     return digest
 
@@ -82,6 +97,7 @@ def _version(name: str) -> str:
 # Computed once at start: every file under static/ (about 2 MB; a few milliseconds).
 STATIC_DIR = PROJECT_ROOT / "static"
 _STATIC_VERSIONS: dict[str, str] = {}
+_STATIC_ROOTS: dict[str, Path] = {}  # a kind's file: where it lies (add_static_dir)
 for _path in sorted(STATIC_DIR.rglob("*")):
     if _path.is_file():
         _version(_path.relative_to(STATIC_DIR).as_posix())

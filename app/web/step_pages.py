@@ -17,7 +17,7 @@ PAGE, VIEW = "pages/walkthrough.html", "partials/view.html"
 
 def step_context(screen: Screen, cat: Catalog, compare: Any = None) -> dict:
     return {"screen": screen, "catalog": cat, "compare": compare,
-            "switch": list_walkthroughs(cat.entries(), screen.state.walkthrough_id)}
+            "switch": list_walkthroughs(cat.entries(), cat.featured, screen.state.walkthrough_id)}
 
 
 def refused_form(request: Request, form_template: str, form_id: str, context: dict) -> Response:

@@ -61,7 +61,7 @@ def test_nested_calls_reuse_the_callers_slot():
 
 
 def test_global_limiter_is_configured_by_the_app():
-    from app.web.factory import create_app
+    from app.house import create_app
     from app.web.settings import Settings
     create_app(Settings(compute_slots=3, compute_queue=7))
     assert (LIMITER.slots, LIMITER.max_waiting) == (3, 7)

@@ -14,10 +14,10 @@ from bs4 import BeautifulSoup
 from torch import nn
 
 from app.domain.snapshot import parse_snapshot
+from app.engine.export_target import ExportTarget
 from app.engine.runtime.trace import trace_model
 from app.export.document import export
 from app.export.steps import StepsError, read_steps
-from app.export.targets import ExportTarget
 
 
 class Mlp(nn.Module):

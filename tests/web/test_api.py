@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from paths import SEED_PATH
 
-from app.web.factory import create_app
+from app.house import create_app
 from app.web.settings import Settings
 
 SEED = SEED_PATH

@@ -17,7 +17,7 @@ from live_server import free_port, running_server
 from paths import ROOT
 from snapshots import SEED_PATH
 
-from app.web.factory import create_app
+from app.house import create_app
 from app.web.settings import Settings
 
 # real server processes under load: `make test-slower`, alone (serial), after its parallel phase

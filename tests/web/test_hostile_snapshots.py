@@ -34,7 +34,7 @@ from snapshots import SEED_PATH
 
 from app.domain.snapshot import parse_snapshot
 from app.domain.uploads import upload_id
-from app.web.factory import create_app
+from app.house import create_app
 from app.web.settings import PROJECT_ROOT, Settings
 
 SEED_BYTES = SEED_PATH.read_bytes()

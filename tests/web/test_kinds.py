@@ -17,9 +17,8 @@ from reporting import report
 from run_async import run_async
 
 from app.domain.snapshot import Snapshot
-from app.web.factory import create_app
+from app.house import KINDS, create_app, registry
 from app.web.kind import Kind, StepRequest
-from app.web.kinds import KINDS, registry
 from app.web.settings import Settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -22,11 +22,15 @@ from live_server import running_server
 from reporting import report
 from run_async import run_async
 
-from app.domain.uploads import MAX_BYTES, MAX_UPLOAD_BYTES
+from app.domain.uploads import MAX_BYTES
 from app.engine.runtime.compute import LIMITER
-from app.web.factory import create_app
-from app.web.middleware.limits import UPLOAD_BODY_LIMIT
+from app.house import create_app, registry
+from app.web.middleware.limits import MULTIPART_OVERHEAD
 from app.web.settings import Settings
+
+# The default app's transport caps: the largest file its kinds open, and that plus a form's overhead.
+MAX_UPLOAD_BYTES = registry().upload_limit
+UPLOAD_BODY_LIMIT = MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD
 
 HEADER_TIMEOUT_S = 1.0
 KEEP_ALIVE_S = 1

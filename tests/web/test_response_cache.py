@@ -2,7 +2,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from app.web.factory import create_app
+from app.house import create_app
 from app.web.middleware.response_cache import ResponseCacheMiddleware
 from app.web.settings import Settings
 

@@ -16,10 +16,10 @@ from pydantic import BaseModel, TypeAdapter
 from snapshots import other_snapshot
 
 from app.engine.runtime.compute import LIMITER
+from app.house import create_app
 from app.kinds.toy.web.schemas.compare import CompareBody
 from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
 from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
-from app.web.factory import create_app
 from app.web.schemas.errors import ErrorBody, ParamError, ValidationErrorBody
 from app.web.schemas.health import HealthBody
 from app.web.schemas.jobs import PathJobBody

@@ -25,9 +25,14 @@ from reporting import report
 from run_async import run_async
 from snapshots import seed_dict
 
-from app.domain.uploads import MAX_UPLOAD_BYTES, MB
+from app.domain.uploads import MB
+from app.house import registry
 from app.web.middleware import limits
-from app.web.middleware.limits import DRAIN_MAX_BYTES, UPLOAD_BODY_LIMIT, BodyLimitMiddleware
+from app.web.middleware.limits import DRAIN_MAX_BYTES, MULTIPART_OVERHEAD, BodyLimitMiddleware
+
+# The default app's transport caps: the largest file its kinds open, and that plus a form's overhead.
+MAX_UPLOAD_BYTES = registry().upload_limit
+UPLOAD_BODY_LIMIT = MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD
 
 # real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 pytestmark = [pytest.mark.slower_tier, pytest.mark.serial]
@@ -86,7 +91,8 @@ def run_middleware(headers: dict[bytes, bytes], chunks, chunk_size: int, inner=N
 
         scope = {"type": "http", "method": "POST", "path": "/api/walkthroughs",
                  "headers": list(headers.items())}
-        await BodyLimitMiddleware(inner or app, 64 * 1024, upload_max_bytes=cap)(scope, receive, send)
+        await BodyLimitMiddleware(inner or app, 64 * 1024, upload_limit=cap - MULTIPART_OVERHEAD,
+                                  upload_limits="test")(scope, receive, send)
 
     run_async(scenario())
     return log, seen["bytes"]
@@ -141,7 +147,8 @@ def test_a_silent_sender_is_answered_after_the_idle_bound(monkeypatch):
 
         scope = {"type": "http", "method": "POST", "path": "/api/walkthroughs",
                  "headers": [(b"content-length", str(300 * MB).encode())]}
-        await BodyLimitMiddleware(None, 64 * 1024)(scope, receive, send)  # type: ignore[arg-type]
+        await BodyLimitMiddleware(None, 64 * 1024, MAX_UPLOAD_BYTES,  # type: ignore[arg-type]
+                                  registry().upload_limits)(scope, receive, send)
 
     run_async(scenario())
     assert log == ["recv", ("send", 413)]

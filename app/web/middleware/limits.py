@@ -31,16 +31,13 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.domain.uploads import MAX_BYTES, MAX_RECORD_BYTES, MAX_UPLOAD_BYTES, MB
+from app.domain.uploads import MB
 from app.web.settings import Settings
 
-# The upload routes take one file of at most MAX_UPLOAD_BYTES (the largest of the formats: the
-# store applies each format's own limit) inside a multipart form: boundaries, part headers and a
-# file name add well under MULTIPART_OVERHEAD.
+# The upload routes take one file of at most the app's upload limit (the largest of the formats its
+# kinds open: KindRegistry.upload_limit; the store applies each format's own) inside a multipart
+# form: boundaries, part headers and a file name add well under MULTIPART_OVERHEAD.
 MULTIPART_OVERHEAD = 64 * 1024
-UPLOAD_BODY_LIMIT = MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD
-UPLOAD_LIMITS = (f"files up to {MAX_RECORD_BYTES // MB} MB: a step record; "
-                 f"a tensorviz snapshot up to {MAX_BYTES // MB} MB")
 UPLOAD_ROUTES = frozenset({("POST", "/api/walkthroughs"), ("POST", "/walkthroughs/new")})
 
 # How long an oversize or timed-out connection is still read (and discarded) after its error is
@@ -56,23 +53,24 @@ class BodyTooLarge(Exception):
     """Raised into the app from `receive` when the body passes its cap."""
 
 
-def _too_large_message(cap: int) -> str:
-    if cap >= UPLOAD_BODY_LIMIT:
-        return f"the request body is larger than the upload limit ({UPLOAD_LIMITS})"
-    return f"the request body is larger than {cap} bytes"
-
-
 class BodyLimitMiddleware:
     """413 for a body over its cap, known from Content-Length or counted as it streams.
 
-    The cap is `max_bytes`, or UPLOAD_BODY_LIMIT on the upload routes. The app never sees more
-    than the cap; the rest is drained (`drain`) before the 413, which says `Connection: close`.
+    The cap is `max_bytes`, or on the upload routes the largest file (`upload_limit`) plus the
+    form's overhead; `upload_limits` says, for people, what each format may be. The app never sees
+    more than the cap; the rest is drained (`drain`) before the 413, which says `Connection: close`.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, upload_max_bytes: int = UPLOAD_BODY_LIMIT,
+    def __init__(self, app: ASGIApp, max_bytes: int, upload_limit: int, upload_limits: str,
                  upload_routes: frozenset[tuple[str, str]] = UPLOAD_ROUTES) -> None:
         self.app, self.max_bytes = app, max_bytes
-        self.upload_max_bytes, self.upload_routes = upload_max_bytes, upload_routes
+        self.upload_max_bytes, self.upload_routes = upload_limit + MULTIPART_OVERHEAD, upload_routes
+        self.upload_limits = upload_limits
+
+    def _too_large_message(self, cap: int) -> str:
+        if cap >= self.upload_max_bytes:
+            return f"the request body is larger than the upload limit ({self.upload_limits})"
+        return f"the request body is larger than {cap} bytes"
 
     def cap(self, scope: Scope) -> int:
         return self.upload_max_bytes if (scope["method"], scope["path"]) in self.upload_routes else self.max_bytes
@@ -125,7 +123,7 @@ class BodyLimitMiddleware:
             await self.refuse(scope, receive, send, cap)
 
     async def refuse(self, scope: Scope, receive: Receive, send: Send, cap: int) -> None:
-        message = _too_large_message(cap)
+        message = self._too_large_message(cap)
         if scope["path"].startswith("/api") or scope["method"] != "POST":
             body = json.dumps({"error": message}).encode()
             await send({"type": "http.response.start", "status": 413, "headers": [
@@ -280,5 +278,5 @@ def uvicorn_options(max_header_bytes: int, keep_alive_s: int) -> dict[str, objec
             "h11_max_incomplete_event_size": max_header_bytes, "timeout_keep_alive": keep_alive_s}
 
 
-__all__ = ["BodyLimitMiddleware", "BodyTooLarge", "HeaderLimitProtocol", "UPLOAD_BODY_LIMIT", "UPLOAD_LIMITS",
+__all__ = ["BodyLimitMiddleware", "BodyTooLarge", "HeaderLimitProtocol", "MULTIPART_OVERHEAD",
            "drain", "uvicorn_options", "header_timeout_s"]

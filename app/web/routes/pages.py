@@ -14,11 +14,10 @@ from app.views.screen import build_view_only_screen
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
-from app.web.deps import CatalogDep, ComputeDep, DeviceDep, KindsDep, find_loaded, find_snapshot, read_capped
+from app.web.deps import CatalogDep, ComputeDep, KindsDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
 from app.web.job_wait import await_jobs
-from app.web.kind import StepRequest
-from app.web.kinds import KindRegistry
+from app.web.kind import KindRegistry, StepRequest
 from app.web.rendering import templates
 from app.web.step_pages import step_context, step_response
 
@@ -28,34 +27,38 @@ UPLOAD = "pages/upload.html"
 
 
 @router.get("/")
-async def home(request: Request, cat: CatalogDep, dev: DeviceDep, kinds: KindsDep, compute: ComputeDep):
+async def home(request: Request, cat: CatalogDep):
     if cat.default_id is None:
         return templates.TemplateResponse(request, "pages/error.html", {
             "status": 503, "title": "No walkthrough loaded",
             "message": "No walkthrough file in the walkthroughs folder could be loaded.",
             "entries": cat.entries()}, status_code=503)
     entry = find_loaded(cat, cat.default_id)
-    return templates.TemplateResponse(request, "pages/home.html", {"home": build_home(entry, cat.entries())})
+    home_view = build_home(entry, cat.entries(), cat.featured)
+    return templates.TemplateResponse(request, "pages/home.html", {"home": home_view})
 
 
 @router.get("/walkthroughs")
 def walkthroughs_page(request: Request, cat: CatalogDep):
-    return templates.TemplateResponse(request, "pages/walkthroughs.html", {"listed": list_walkthroughs(cat.entries())})
+    listed = list_walkthroughs(cat.entries(), cat.featured)
+    return templates.TemplateResponse(request, "pages/walkthroughs.html", {"listed": listed})
 
 
 @router.get("/walkthroughs/new")
-def upload_form(request: Request):
-    return templates.TemplateResponse(request, UPLOAD, {"error": None})
+def upload_form(request: Request, kinds: KindsDep):
+    return templates.TemplateResponse(request, UPLOAD, {"error": None, "help": kinds.upload_help,
+                                                        "limits": kinds.upload_limits})
 
 
 @router.post("/walkthroughs/new")
-async def upload_page(request: Request, cat: CatalogDep, file: Annotated[UploadFile, File()]):
+async def upload_page(request: Request, cat: CatalogDep, kinds: KindsDep, file: Annotated[UploadFile, File()]):
     """The form's target: success opens the snapshot; a refusal shows the reason next to the field."""
     try:
-        raw = await read_capped(file)
+        raw = await read_capped(request, file)
         entry, _ = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
     except UploadRejected as exc:
-        return templates.TemplateResponse(request, UPLOAD, {"error": str(exc)}, status_code=exc.status)
+        return templates.TemplateResponse(request, UPLOAD, {"error": str(exc), "help": kinds.upload_help,
+                                                            "limits": kinds.upload_limits}, status_code=exc.status)
     return RedirectResponse(URLS.step(entry.id, entry.snapshot.opening_step_id), status_code=303)
 
 

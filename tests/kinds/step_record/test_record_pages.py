@@ -10,7 +10,7 @@ from bs4 import BeautifulSoup
 from paths import ROOT
 from record_factory import make_record
 
-from app.open_file import main as open_main
+from app.__main__ import main as app_main
 
 STEPS = ("group", "ratio", "kl", "loss", "diagnostics")
 TRL_FIXTURE = ROOT / "tests" / "fixtures" / "trl_step_record.grpo-step.json"
@@ -147,13 +147,13 @@ def test_a_malformed_record_is_refused_by_path(client, change, path):
 
 def test_python_m_app_open_stores_and_checks(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DATA_DIR", str(tmp_path))
-    assert open_main([str(TRL_FIXTURE)]) == 0
+    assert app_main(["open", str(TRL_FIXTURE)]) == 0
     out = capsys.readouterr().out
     assert "stored as " in out and "ok  loss: logged" in out and "/steps/group" in out
     assert "BAD" not in out
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**make_record(), "version": 9}))
-    assert open_main([str(bad)]) == 1
+    assert app_main(["open", str(bad)]) == 1
     assert "version" in capsys.readouterr().err
 
 

@@ -50,7 +50,7 @@ def test_the_command_writes_safetensors_and_a_card(tmp_path):
     from safetensors.torch import load_file
 
     out = tmp_path / "base.safetensors"
-    subprocess.run([sys.executable, "-m", "app.base_model", "--steps", "2", "--out", str(out)], check=True,
+    subprocess.run([sys.executable, "-m", "app", "base-model", "--steps", "2", "--out", str(out)], check=True,
                    capture_output=True, timeout=120)
     card = json.loads(out.with_suffix(".json").read_text())
     assert card["recipe"]["steps"] == 2 and card["rebuild"] == "make base-model"
@@ -78,7 +78,7 @@ def test_the_command_builds_the_running_sums_checkpoints_with_their_recipe(tmp_p
     from app.kinds.tiny_lm.engine.sums_base import STUDENT_MODEL, SUMS_MODEL, SUMS_RECIPE, train_sums_base
 
     out = tmp_path / f"{task}.safetensors"
-    subprocess.run([sys.executable, "-m", "app.base_model", "--task", task, "--steps", "2", "--out", str(out)],
+    subprocess.run([sys.executable, "-m", "app", "base-model", "--task", task, "--steps", "2", "--out", str(out)],
                    check=True, capture_output=True, timeout=180)
     card = json.loads(out.with_suffix(".json").read_text())
     assert card["task"] == task and card["rebuild"] == f"make base-model BASE_TASK={task}"

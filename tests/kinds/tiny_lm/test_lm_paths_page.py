@@ -12,7 +12,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from app.web.factory import create_app
+from app.house import create_app
 
 pytestmark = pytest.mark.slower_tier  # `make test-slower`: whole training paths through the page (~3 min)
 

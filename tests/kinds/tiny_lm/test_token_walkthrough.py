@@ -14,9 +14,9 @@ from paths import ROOT
 from app.domain.snapshot import load_snapshot
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_step import token_grpo_step
+from app.export.__main__ import TARGETS
 from app.export.document import export
 from app.export.steps import read_steps
-from app.export.targets import TARGETS
 from app.kinds.tiny_lm.engine import token_walkthrough as tw
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import TinyLMGRPO, build_tiny_lm_grpo
 from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable

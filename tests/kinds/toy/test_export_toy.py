@@ -22,10 +22,10 @@ from bs4 import BeautifulSoup
 from paths import ROOT, SEED_PATH
 
 from app.domain.snapshot import parse_snapshot
+from app.export.__main__ import TARGETS
 from app.export.document import build_document, export, render, timestamp, trace_graph
 from app.export.layout import NODE_HEIGHT, NODE_WIDTH, layout
 from app.export.steps import read_steps
-from app.export.targets import TARGETS
 from app.kinds.toy.engine.node_map import is_runnable
 from app.views import graph_layout
 from app.views.graph import build_graph_view

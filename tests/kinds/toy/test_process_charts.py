@@ -10,6 +10,7 @@ from jinja2 import Environment, FileSystemLoader
 from paths import PROCESSES_PATH, SEED_PATH, TEMPLATES
 
 from app.domain.snapshot import load_snapshot
+from app.house import KINDS
 from app.kinds.toy.domain.process_spec import load_processes, parse_processes
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.processes import run_process
@@ -21,7 +22,6 @@ from app.kinds.toy.views.view_state import parse_view
 from app.views.charts.frame import wrap
 from app.views.charts.line_charts import line_chart
 from app.views.numbers import significant
-from app.web.kinds import KINDS
 
 IDS = ("r1-zero", "r1", "distillation")
 # the panel waits on its path's run, a job: each test has a job store of its own (tests/conftest.py)

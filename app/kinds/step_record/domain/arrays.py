@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from typing import Annotated, Any
 
 import numpy as np
@@ -46,12 +47,42 @@ def _unpack(value: dict) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype)
 
 
+# what a plain list may hold: JSON numbers (json.loads gives int and float), as the schema's "items" say;
+# numpy would read "0.5" or true as a number, so the types are checked first (a set of the types: in C)
+_NUMBER_TYPES: dict[str, tuple[type, ...]] = {"float": (int, float, np.integer, np.floating), "int": (int, np.integer)}
+_PLAIN_TYPES: dict[str, set[type]] = {"float": {int, float}, "int": {int}}
+
+
+def _json_numbers(value: list, kind: str) -> None:
+    if set(map(type, value)) <= _PLAIN_TYPES[kind]:
+        return
+    allowed = _NUMBER_TYPES[kind]
+    for i, v in enumerate(value):
+        if isinstance(v, bool) or not isinstance(v, allowed):
+            raise ValueError(f"must hold {'integers' if kind == 'int' else 'numbers'} only: value {i} is "
+                             f"{describe(v)}")
+
+
+def describe(v: Any) -> str:
+    """A JSON value as a refusal names it: `the string "0.5"`, `true`, `null`, `3.5`, `a list`."""
+    if isinstance(v, str):
+        return f"the string {json.dumps(v[:40] + ('…' if len(v) > 40 else ''), ensure_ascii=False)}"
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, int | float | np.integer | np.floating):
+        return repr(v.item() if isinstance(v, np.generic) else v)
+    if isinstance(v, list | dict):
+        return "a list" if isinstance(v, list) else "an object"
+    return f"a {type(v).__name__}"
+
+
 def _array(value: Any, kind: str) -> np.ndarray:
     if isinstance(value, np.ndarray):
         out = value
     elif isinstance(value, dict):
         out = _unpack(value)
     elif isinstance(value, list):
+        _json_numbers(value, kind)
         # numpy reads the list in C: no Python loop over 65,536 values
         try:
             out = np.asarray(value, dtype=np.float64) if kind == "float" else np.asarray(value)
@@ -69,6 +100,8 @@ def _array(value: Any, kind: str) -> np.ndarray:
         if out.dtype.kind != "i":
             raise ValueError("token ids must be integers (dtype int32 or int64)")
         return out.astype(np.int64, copy=False)
+    if out.dtype.kind not in "iuf":  # an ndarray handed in from Python: of bools or strings, say
+        raise ValueError(f"must hold numbers only, not {out.dtype} values")
     out = out.astype(np.float64)
     if not np.isfinite(out).all():
         where = int(np.flatnonzero(~np.isfinite(out))[0])

@@ -12,9 +12,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.domain.json_path import render_loc
+from app.kinds.step_record.domain.arrays import describe
 from app.kinds.step_record.domain.record import FORMAT, StepRecord
 
 MAX_REPORTED = 50
+# pydantic's refusals of a value of the wrong JSON type (the models are strict: "0.5" is no number)
+_TYPE_ERRORS = {"float_type", "int_type", "bool_type", "string_type", "dict_type", "list_type", "model_type"}
 
 
 class RecordError(ValueError):
@@ -48,6 +51,8 @@ def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
     for err in exc.errors(include_url=False)[:MAX_REPORTED]:
         loc = render_loc(err["loc"]) or "$"
         message = str(cause) if isinstance(cause := (err.get("ctx") or {}).get("error"), Exception) else err["msg"]
+        if err["type"] in _TYPE_ERRORS:  # strict types: say what came, since "0.5" reads like a number
+            message = f"{message}, not {describe(err['input'])}"
         # a model validator's message starts with the field it names: join it to the path
         head, sep, rest = message.partition(": ")
         if sep and head.replace("_", "").replace("[", "").replace("]", "").replace(".", "").isalnum() \

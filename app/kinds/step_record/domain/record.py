@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.kinds.step_record.domain.arrays import FloatArray, IntArray
+from app.kinds.step_record.domain.arrays import FloatArray, IntArray, describe
 
 FORMAT = "grpo.step-record"
 VERSION = 1
@@ -21,7 +21,9 @@ MAX_TOKENS = 1 << 21  # over all completions: 2M tokens, 32x a G 16 x 4,096 step
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+    # strict: a field takes only its JSON type, as the JSON Schema says: "0.5" (a string) or true is not a
+    # number, "3" or 3.5 is not an integer, 1 or "yes" is not a bool; an integer still reads as a number
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True, strict=True)
 
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -129,6 +131,14 @@ class StepRecord(_Model):
     reward_weights: list[Finite] | None = None
     groups: Annotated[list[Group], Field(min_length=1, max_length=MAX_GROUPS)]
     metrics: dict[Annotated[str, Field(max_length=200)], Finite | None] = {}
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _integer_version(cls, value: Any) -> Any:
+        # a Literal compares by ==, so true and 1.0 would pass for 1 even in strict mode
+        if type(value) is not int:
+            raise ValueError(f"must be the integer {VERSION}, not {describe(value)}")
+        return value
 
     @field_validator("reward_functions")
     @classmethod

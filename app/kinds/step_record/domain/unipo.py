@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from app.kinds.step_record.domain.arrays import describe
 from app.kinds.step_record.domain.parsing import RecordError, parse_record
 from app.kinds.step_record.domain.record import FORMAT, VERSION, StepRecord
 from app.kinds.step_record.domain.unipo_config import config_from_header, infer_estimator, number
@@ -167,6 +168,8 @@ def _convert(data: Any, step: int | None, source: str, paths: dict[str, str]) ->
              f"{len(data['entries'])} entries hold prompts)"]
     config = config_from_header(rd.header, rd.hparams, rd.fail, notes, paths)
     fresh = rd.entry.get("is_first_step_after_rollout_phase")
+    if fresh is not None and not isinstance(fresh, bool):  # "false" (a string) would skip the check below
+        rd.fail(f"{rd.where}.is_first_step_after_rollout_phase", f"must be true or false, not {describe(fresh)}")
     pairs: list = []
     groups = []
     for p, prompt in enumerate(rd.prompts):

@@ -13,6 +13,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from app.kinds.step_record.domain.arrays import describe
+
 Fail = Callable[[str, str], NoReturn]  # (UNIPO path, message): raises
 
 # UNIPO's explainers: grpo 1/N Σ 1/G Σ 1/|o_i| Σ_t, A = (R − mean)/std with Bessel's std (bindings.ts
@@ -69,6 +71,8 @@ def config_from_header(header: dict, hparams: dict, fail: Fail, notes: list[str]
         config["clip_epsilon_high"], paths["clip_epsilon_high"] = high[1], f"{at}.{high[0]}"
         read.append(high[0])
     if (beta := first(h, BETA_KEYS)) is not None:
+        if not number(beta[1]):  # said here too: use_kl_loss false below would drop it unread
+            fail(f"{at}.{beta[0]}", f"must be a number, not {describe(beta[1])}")
         config["beta"], paths["beta"] = beta[1], f"{at}.{beta[0]}"
         read.append(beta[0])
         if h.get("use_kl_loss") is False:  # OpenRLHF: the KL went into the reward, not the loss

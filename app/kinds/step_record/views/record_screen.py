@@ -19,6 +19,7 @@ from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.engine.checks import Check, checks, likely_causes
 from app.kinds.step_record.engine.recompute import Recomputed
 from app.kinds.step_record.engine.record_conventions import record_conventions
+from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
@@ -181,7 +182,7 @@ def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: 
         tuple(own_checks), tuple(likely_causes(record, [c for c in own_checks if not c.ok])),
         tuple(diagnostics(record, own, link, tokens)), _compare(own, other),
         tuple((p, PRESET_TITLES[p]) for p in PRESET_NAMES), URLS.step(state.walkthrough_id, state.step_id),
-        url(what_if=None), URLS.record(state.walkthrough_id, {"group": str(q.group), "completion": str(q.completion)}),
+        url(what_if=None), urls.record(state.walkthrough_id, {"group": str(q.group), "completion": str(q.completion)}),
         build_node_view(own, state.node, row, q.at) if state.node else None)
     return RecordScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state),
                         inspector, rec=view)

@@ -10,8 +10,9 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from app.kinds.step_record.domain.opening import KIND_ID, READER
+from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.views.meaning_record import describe_record
-from app.kinds.step_record.web import api, pages
+from app.kinds.step_record.web import api, cli, pages
 from app.web.kind import Kind
 
 
@@ -19,7 +20,11 @@ def install(app: FastAPI) -> None:
     app.include_router(api.router)
 
 
+HERE = Path(__file__).resolve().parents[1]
+
 KIND = Kind(id=KIND_ID, title="A recorded GRPO step: your own run, token by token",
             matches=lambda snapshot: False, step_page=pages.step_page, install=install,
-            templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_record,
-            reader=READER)
+            templates=HERE / "templates", static=HERE / "static", stylesheets=("record.css",),
+            describe=describe_record, reader=READER, upload_help="step_record/upload_help.html",
+            commands={"open": cli.main},
+            export_targets=export_target.TARGETS)

@@ -19,6 +19,7 @@ from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.views import urls as lm_urls
 from app.kinds.tiny_lm.views.dr_grpo_view import build_dr_grpo_view
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
 from app.kinds.tiny_lm.views.overlay_view import build_overlay
@@ -30,7 +31,6 @@ from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
 from app.views.tokens.token_view import METRICS, TokenPanel
-from app.views.urls import URLS
 from app.views.view_state import ViewState
 
 BLOCK = re.compile(r"(?:^|\.|@)policy\.blocks\.(\d+)(?:\.|#|$)")
@@ -148,6 +148,7 @@ class TinyLMScreen(Screen):
     """The shared graph screen plus the token panel, form, paths and the node's recorded tensors."""
     token: TokenScreen | None = None
 
+    leads_on: ClassVar = ("lm-path-panel", "training paths (R1-Zero, R1, distillation)")
     parts: ClassVar = {"focus": "tiny_lm/token_panel.html", "form": "tiny_lm/token_form.html",
                        "panels": "tiny_lm/panels.html", "inspector": "tiny_lm/token_node.html"}
     runnable: ClassVar[bool] = True
@@ -203,8 +204,8 @@ def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, 
     seed = q.params.seed
     job = JOBS.submit(TASK, path_params(q.path, seed, device))
     box = {"seed": str(seed)}
-    poll = URLS.lm_path(walkthrough_id, q.path, {**box, OVERLAY_KEY: OVERLAY_ALL} if q.overlay else box)
-    retry = URLS.lm_path(walkthrough_id, q.path, box)
+    poll = lm_urls.lm_path(walkthrough_id, q.path, {**box, OVERLAY_KEY: OVERLAY_ALL} if q.overlay else box)
+    retry = lm_urls.lm_path(walkthrough_id, q.path, box)
     if q.overlay:
         jobs = {p: job if p == q.path else JOBS.submit(TASK, path_params(p, seed, device)) for p in PATH_IDS}
         overlay = build_overlay(jobs, {p: JOBS.result(j) for p, j in jobs.items()}, urls)
@@ -215,7 +216,7 @@ def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, 
     if q.path == "r1-zero" and result is not None:  # after the main run: the runner takes them in turn
         dr_job = JOBS.submit(TASK, path_params(q.path, seed, device, conventions=DR_GRPO))
         dr = build_dr_grpo_view(result, dr_job, JOBS.result(dr_job), poll,
-                                URLS.lm_path(walkthrough_id, q.path, {**box, "compare": DR_GRPO.preset}))
+                                lm_urls.lm_path(walkthrough_id, q.path, {**box, "compare": DR_GRPO.preset}))
     return build_path_panel(q.path, job, result, urls, poll, retry, dr=dr, overlay_url=overlay_url)
 
 
@@ -223,4 +224,4 @@ def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str |
     query = {"step": step_id, **token_query(q.params)}
     if node:
         query["node"] = node
-    return URLS.tokens(walkthrough_id, query)
+    return lm_urls.tokens(walkthrough_id, query)

@@ -7,9 +7,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 
-from app.domain.catalog import CatalogEntry
+from app.domain.catalog import CatalogEntry, Featured
 from app.engine.jobs.tasks import JobTask
-from app.kinds.tiny_lm.engine import path_tasks
+from app.kinds.tiny_lm import base_model
+from app.kinds.tiny_lm.engine import export_target, path_tasks
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
 from app.kinds.tiny_lm.views.meaning_tiny_lm import describe_tiny_lm
 from app.kinds.tiny_lm.web import api, pages
@@ -41,7 +42,15 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale, conventions)
 
 
+FEATURED = Featured(
+    "tiny_lm_grpo", "GRPO on real text, token by token",
+    "A tiny transformer answering additions in two scripts: completions of different lengths, padding masks, "
+    "per-token ratios, clips and KL, R1's accuracy, format and language rewards, how the aggregation over tokens "
+    "biases by length, and attention maps.",
+    rank=1)
+
 KIND = Kind(id=KIND_ID, title="A tiny language model: completions of tokens",
             matches=is_token_runnable, step_page=pages.step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_tiny_lm,
-            tasks=(PATH_TASK,), path_job=path_job)
+            tasks=(PATH_TASK,), path_job=path_job, featured=(FEATURED,),
+            export_targets=export_target.TARGETS, commands={"base-model": base_model.command})

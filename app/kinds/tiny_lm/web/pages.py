@@ -14,6 +14,7 @@ from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.views import urls
 from app.kinds.tiny_lm.views.token_screen import (
     BadTokenView,
     TokenQuery,
@@ -70,7 +71,7 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
     snapshot = entry.snapshot
     assert snapshot is not None
     if canonical_path_id(path) != path and entry.kind == KIND_ID:  # an old id (r1_zero): its new URL
-        return RedirectResponse(URLS.lm_path(walkthrough_id, canonical_path_id(path), dict(request.query_params)),
+        return RedirectResponse(urls.lm_path(walkthrough_id, canonical_path_id(path), dict(request.query_params)),
                                 status_code=303)
     if path not in PATH_IDS or entry.kind != KIND_ID:
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")

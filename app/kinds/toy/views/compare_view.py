@@ -17,6 +17,7 @@ from app.kinds.toy.engine.compare import Comparison, GradChange, compare_step, f
 from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.views import urls
 from app.kinds.toy.views.compare_form import ENTER_PRESET, CaseLink, CompareForm, case_links, compare_form
 from app.kinds.toy.views.compare_marks import GradMark, change_detail, change_tag, grad_marks
 from app.kinds.toy.views.form import FIELDS
@@ -24,7 +25,7 @@ from app.kinds.toy.views.inspector import sample_choice_labels
 from app.kinds.toy.views.screen import ToyScreen
 from app.kinds.toy.views.view_state import CompareRequest
 from app.views.meaning import node_meaning
-from app.views.urls import URLS, conventions_query, params_query, query_value
+from app.views.urls import conventions_query, params_query, query_value
 
 MAX_ROWS = 64
 LABELS = {f.name: f.label for f in FIELDS}
@@ -259,7 +260,7 @@ def build_compare_view(screen: ToyScreen, request: CompareRequest, device: str) 
         grads=_grad_rows(screen, comparison), marks=grad_marks(screen.graph, comparison.grad_change),
         node=_node(screen, comparison),
         swap_url=screen.url(state.with_kind(compare=state.kind.params.conventions(), params=swapped)),
-        api_url=URLS.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.kind.params),
+        api_url=urls.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.kind.params),
                                                     **conventions_query(b)}),
         b_preset_links=tuple((p, screen.url(state.with_kind(compare=Conventions(preset=p)))
                               , p == b.preset and not _overrides(b)) for p in PRESET_NAMES))

@@ -12,6 +12,7 @@ from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.views import urls
 from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
 from app.kinds.toy.views.inspector import build_toy_inspector
 from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
@@ -20,7 +21,7 @@ from app.kinds.toy.views.story import STORIES, StoryFigure, build_story_figure
 from app.kinds.toy.views.view_state import ToyState, view_for_step
 from app.views.numbers import readout
 from app.views.screen import GraphAnnotation, Screen, build_graph
-from app.views.urls import URLS, conventions_query, params_query
+from app.views.urls import conventions_query, params_query
 from app.views.view_state import ViewState
 
 
@@ -32,6 +33,7 @@ class ToyScreen(Screen):
     panel: ProcessPanel | None = None
     stage_params_note: str = STAGE_PARAMS_NOTE
 
+    leads_on: ClassVar = ("process-panel", "training paths (R1-Zero, R1, distillation)")
     parts: ClassVar = {"focus": "toy/story_figure.html", "form": "toy/param_form.html", "panels": "toy/panels.html",
                        "node_extra": "toy/compare_node.html", "inspector_tail": "toy/inspector_group.html",
                        "compare": "toy/compare_panel.html"}
@@ -80,7 +82,7 @@ class ToyScreen(Screen):
             q["process"] = self.own.process
             if self.own.stage:
                 q["stage"] = self.own.stage
-        return URLS.tensors(self.state.walkthrough_id, q)
+        return urls.tensors(self.state.walkthrough_id, q)
 
 
 def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:

@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.domain.catalog import CatalogEntry
+from app.domain.catalog import CatalogEntry, Featured
 from app.engine.jobs.tasks import JobTask
 from app.kinds.toy.domain.process_spec import ProcessCatalog, load_processes
-from app.kinds.toy.engine import process_jobs
+from app.kinds.toy.engine import export_target, process_jobs
 from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.node_map import KIND_ID, is_runnable
 from app.kinds.toy.engine.params import DEFAULT_SEED
@@ -73,8 +73,21 @@ def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict]]:
     return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed)) for pid in catalog.ids]
 
 
+# Its walkthrough is the app's first: `/` opens on it with these sentences.
+FEATURED = Featured(
+    "toy_grpo", "The GRPO objective, number by number",
+    "A four-choice toy policy: group advantages, the policy ratio, the clipped surrogate and the KL penalty on "
+    "one-token answers, with the conventions of the paper, TRL, verl, Dr. GRPO and DAPO side by side, and the "
+    "R1-Zero, R1 and distillation paths. Start here.",
+    intro="The first walkthrough is a toy you can hold in your head: six prompts, four possible answers to each "
+          "(readable and right; right but in mixed languages; right but ignoring the answer format; wrong), and "
+          "a policy that gives each answer a probability. Every number on these pages is computed by PyTorch on "
+          "this server, for the numbers you choose.",
+    rank=0)
+
 KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per completion",
             matches=is_runnable, step_page=step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_toy,
             allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job,
-            step_jobs=step_jobs)
+            step_jobs=step_jobs, featured=(FEATURED,),
+            export_targets=export_target.TARGETS)

@@ -1,6 +1,7 @@
-"""Build the tiny LM's base checkpoints: `python -m app.base_model [--task addition|sums]` (or `make base-model`).
+"""Build the tiny LM's base checkpoints: `python -m app base-model [--task addition|sums|student]` (or
+`make base-model`), the kind's own subcommand (Kind.commands).
 
-Trains with the fixed recipe (app/engine/base_training.py), writes the weights as safetensors
+Trains with the fixed recipe (engine/base_training.py), writes the weights as safetensors
 and, beside them, a JSON card: the recipe, the seed, the final loss, the sha256 of the file and
 of the weights. Deterministic for the recipe on one machine; see docs/how-to/rebuild-checkpoints.md.
 """
@@ -19,7 +20,7 @@ from safetensors.torch import save_file
 from app.kinds.tiny_lm.engine.base_training import BaseRecipe, recipe_dict, state_digest, train_base
 from app.kinds.tiny_lm.engine.sums_base import STUDENT_MODEL, SUMS_MODEL, SUMS_RECIPE, train_sums_base
 
-# addition: the token walkthrough's model (issue 13); sums: the training paths' base (issue 22);
+# addition: the token walkthrough's model; sums: the training paths' base;
 # student: distillation's own start, smaller, pre-trained like the sums base.
 DEFAULT_OUT = {"addition": Path("walkthroughs/models/tiny_lm_base.safetensors"),
                "sums": Path("walkthroughs/models/tiny_lm_sums_base.safetensors"),
@@ -27,8 +28,8 @@ DEFAULT_OUT = {"addition": Path("walkthroughs/models/tiny_lm_base.safetensors"),
 MODELS = {"addition": None, "sums": SUMS_MODEL, "student": STUDENT_MODEL}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.base_model", description=__doc__.splitlines()[0])
+def command(argv: list[str], _cli: object = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app base-model", description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=tuple(DEFAULT_OUT), default="addition", help="which checkpoint")
     parser.add_argument("--out", type=Path, default=None, help="weights file (default: the task's, under "
                         "walkthroughs/models/)")
@@ -68,6 +69,3 @@ def main(argv: list[str] | None = None) -> int:
           f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; sha256 {str(card['file_sha256'])[:16]}…")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from app.domain.upload_store import StoreUnavailable
 from app.domain.uploads import UploadRejected, UploadStore
+from app.kinds.step_record.engine.checks import checks
+from app.kinds.step_record.engine.recompute import recompute
 from app.views.urls import URLS
-from app.web.kinds import registry
+from app.web.kind import Cli
 from app.web.settings import Settings
 
 
@@ -33,9 +35,6 @@ def summary(entry) -> list[str]:
     record = entry.payload
     if record is None:
         return []
-    from app.kinds.step_record.engine.checks import checks
-    from app.kinds.step_record.engine.recompute import recompute
-
     result = recompute(record)
     lines = [f"{record.run.framework} {record.run.framework_version} · {record.run.model} · step "
              f"{record.run.step}: {len(record.groups)} groups, {record.token_count} tokens"]
@@ -48,7 +47,9 @@ def summary(entry) -> list[str]:
     return lines
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], cli: Cli) -> int:
+    """The record kind's `open` subcommand: store the file as the server would, print its link and
+    checks, then (with --serve) start the server through `cli.serve`."""
     args = parse_args(argv)
     settings = Settings(**{k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None})
     try:
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    kinds = registry()
+    kinds = cli.kinds
     store = UploadStore.open(settings.resolved_data_dir, settings.database_url, quota_mb=settings.upload_quota_mb,
                              cache_mb=0)
     store.classify, store.readers = kinds.classify, kinds.readers
@@ -78,6 +79,5 @@ def main(argv: list[str]) -> int:
         print(line)
     print(f"open http://{settings.host}:{settings.port}{url}")
     if args.serve:
-        from app.__main__ import main as serve
-        return serve(["--host", settings.host, "--port", str(settings.port)])
+        return cli.serve(["--host", settings.host, "--port", str(settings.port)])
     return 0

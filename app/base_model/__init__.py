@@ -1,1 +1,0 @@
-"""`python -m app.base_model`: build the tiny LM's base checkpoint (issue 13). See __main__."""

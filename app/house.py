@@ -1,0 +1,48 @@
+"""The house: the one module that names the walkthrough kinds, and the app built from them.
+
+Adding a kind is a folder under app/kinds/ and one line in KINDS (docs/design.md, "How to add a
+kind"). Every other layer (web, views, engine, domain) is shared and names no kind; the kinds build
+on them, and this module sits on top of both. Importing it changes nothing global: an app takes
+its kinds' templates, static files and words for nodes when it is created.
+
+Order matters: the first kind whose engine matches a snapshot runs it (datasette's firstresult
+hooks); a snapshot none matches is view-only. A test may build an app with kinds of its own
+(`create_app(settings, kinds=...)`), so a throwaway kind needs no line here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import FastAPI
+
+from app.kinds.step_record.web.kind import KIND as STEP_RECORD
+from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
+from app.kinds.toy.web.kind import KIND as TOY
+from app.web import factory
+from app.web.kind import Kind, KindRegistry
+from app.web.settings import Settings
+
+# The tiny LM first: its words for nodes (the GRPO head's templates, shared with the toy's) are the
+# more specific; the two engines' matchers are exact, so their order does not matter.
+KINDS: tuple[Kind, ...] = (TINY_LM, TOY, STEP_RECORD)
+
+
+def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:
+    return KindRegistry(tuple(kinds))
+
+
+def configure_worker(settings: Settings) -> None:
+    """A compute worker process's set-up (imported by name in a spawned process)."""
+    factory.configure_process(settings, registry().tasks)
+
+
+def worker_app(settings: Settings) -> FastAPI:
+    """A compute worker process's app, with the registry's kinds."""
+    return factory.worker_app(settings, registry())
+
+
+def create_app(settings: Settings | None = None, kinds: Sequence[Kind] = KINDS) -> FastAPI:
+    """The app serving `kinds` (the registry's unless a test brings its own). Only the registry's
+    kinds compute in worker processes: a test's own are functions a spawned process cannot import."""
+    workers = (configure_worker, worker_app) if tuple(kinds) == KINDS else None
+    return factory.build_app(settings or Settings(), registry(kinds), workers)
