@@ -1,7 +1,6 @@
 """The three training paths of DeepSeek-R1 (arXiv 2501.12948 §2.2–2.4), one concept for every kind.
 
-Each kind runs them at its own scale (the toy from walkthroughs/processes.toml, the tiny LM from
-its plans in app/kinds/tiny_lm/engine/lm_plans.py), but the ids, the URL key that chooses one and
+Each kind runs them at its own scale (from its own plans), but the ids, the URL key that chooses one and
 the old spellings that redirect are these, so a link names a path the same way on every page.
 """
 from __future__ import annotations
@@ -25,7 +24,7 @@ PATHS = (
 )
 PATH_IDS = tuple(p.id for p in PATHS)
 
-# Spellings links used before the paths were one concept (the tiny LM's ids and URL key until
+# Spellings links used before the paths were one concept (one kind's ids and URL key until
 # issue 19): each still answers, with a redirect to the canonical URL.
 RENAMED_IDS = {"r1_zero": "r1-zero"}
 OLD_URL_KEYS = ("path",)

@@ -1,6 +1,9 @@
-"""Engine layer: torch only. The ToyGRPO model, its parameters, recorded runs and the training paths.
+"""Engine layer, shared by every kind: torch only, and no kind's model (each kind's engine is in
+its own folder, app/kinds/<kind>/engine).
 
-Imports `app.domain`, never `app.views` or `app.web`. Entry points: `grpo_step.run_grpo_step`
-(the walkthrough's step), `processes.run_process` + `stage_step.stage_step` (the training
-paths) and `select.step_for_view`, which picks between them for a view.
+Imports `app.domain`, never `app.views` or `app.web`. `grpo/`: the GRPO objective's pieces in
+every convention (advantages, ratio, clip, KL, aggregation; presets of the paper, TRL, verl, Dr.
+GRPO, DAPO); `runtime/`: device and threads, the compute limiter, the tracer that records every
+module's values and gradients, training loops; `jobs/`: the client and runner of durable jobs;
+`export_target.py`: what a kind offers the exporter.
 """

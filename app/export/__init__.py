@@ -1,6 +1,6 @@
 """The project's own exporter: a torch nn.Module -> a `tensorviz.graph` version 3 walkthrough.
 
-`python -m app.export --model toy_grpo --steps walkthroughs/steps/toy_grpo.steps.json --out x.tensorviz.json`
+`python -m app.export --model NAME --steps STEPS.json --out x.tensorviz.json` (NAME: a kind's export target)
 
 `trace` runs the model once and records its nodes and data flows, `graph` turns them into the
 format's nodes and two-level edges, `layout` places them and frames each step, `steps` reads

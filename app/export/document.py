@@ -1,6 +1,6 @@
 """A traced model and an authored steps file -> one `tensorviz.graph` version 3 file.
 
-The file is shaped like the user's own export (walkthroughs/toy_grpo.tensorviz.json): the
+The file is shaped like the user's own export (the seed walkthrough in walkthroughs/): the
 same keys in the same order, two-space indentation, non-ASCII written as \\u escapes. It is
 deterministic: the same model, steps and `exportedAt` give the same bytes, and the
 snapshotId is a hash of the document itself. Before it is written it is read back by the

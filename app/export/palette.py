@@ -1,7 +1,7 @@
 """Each node's `metadata.layerType` (its palette entry) and its `params`.
 
 The entries for Input, Output, Module, Python, Linear, LogSoftmax and torch functions are
-the user's exporter's own, copied from the seed export, so an exported ToyGRPO describes its
+the user's exporter's own, copied from the seed export, so an exported model describes its
 nodes exactly as the seed does. Any other torch.nn layer gets an entry built from its
 constructor's signature. A parameter is written when it differs from the entry's default
 value: the seed's Linear(3, 4) has `in_features` and `out_features` but no `bias`, and its

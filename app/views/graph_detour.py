@@ -48,7 +48,7 @@ def _split_at_corner(seg: tuple[Point, Point, Point, Point], box: Box,
 
 def detour(path: str, obstacles: Sequence[Box]) -> str:
     """dot routes an edge around the boxes of its own rank, but a spline joining two ranks can
-    cut the corner of an open module it passes (the tiny LM's residual stream past a block):
+    cut the corner of an open module it passes (a residual stream past a block):
     such a piece is bent round that corner. Pieces are re-checked four times at most."""
     if not obstacles or " C" not in path:
         return path

@@ -188,7 +188,7 @@ def _crosses_polyline(pts: list[tuple[float, float]], box: Box) -> bool:
 
 def skip_edges(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
     """Edges whose ends another drawn path also joins (s -> ... -> t, two edges or more): the
-    tiny LM's residual stream past a block. Drawn dashed and lighter, so the main chain reads first
+    residual stream past a transformer block. Drawn dashed and lighter, so the main chain reads first
     (giving them less weight in dot bent them through the blocks they skip)."""
     out: dict[str, list[str]] = {}
     for s, t in pairs:

@@ -1,6 +1,6 @@
 """What the Inspector shows for any node: its place in the graph, its recorded tensor (when a kind
-recorded one) and the words for it. A kind extends InspectorView with its own charts (the toy's
-ToyInspectorView); the template draws what the view has.
+recorded one) and the words for it. A kind extends InspectorView with its own charts; the template
+draws what the view has.
 
 Pure view model: no web framework, no template syntax.
 """

@@ -1,8 +1,8 @@
 """What a node means: a name a person can read, its formula, and one plain sentence.
 
 Derived from the snapshot's own data: a module's `moduleTemplateId` (and instance id),
-a layer's op and params, and for a member its parent's template. ToyGRPO's templates
-(app/engine/model.py) are described by the one table `TOY_GRPO` below; every other
+a layer's op and params, and for a member its parent's template. A kind describes its own
+model's templates (Kind.describe, added by create_app: DESCRIBERS below); every other
 graph still gets a name from its ops and ids ("Linear 3→4", "Block"), never an error.
 The formulas follow docs/design.md §3 symbol for symbol.
 

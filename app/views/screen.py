@@ -39,8 +39,9 @@ class Screen:
 
     # What a kind adds, drawn by its own templates in the shared page's slots (templates/partials/
     # view.html): "lead" under the step text, "panels" under the inspector, "inspector" inside it
-    # (where a node has no record), "node_extra" after a record, "inspector_tail" closing it,
-    # "compare" the Compare panel (shown when the kind's page passes a `compare` view).
+    # (where a node has no record), "record_head" before a record's tensors, "node_extra" after
+    # them, "inspector_tail" closing it, "compare" the Compare panel (shown when the kind's page
+    # passes a `compare` view).
     parts: ClassVar[Mapping[str, str]] = {}
     # What its last step leads on to on this page besides the next walkthrough: (the anchor of a
     # section the kind's page has, its words), or None

@@ -1,7 +1,7 @@
 """Everything a screen shows, as URL state: the server keeps none.
 
 A view is (walkthrough, step, expanded modules, selected node, overview) plus the kind's own
-part (`kind`: the toy's GRPO parameters and training path, the tiny LM's token parameters),
+part (`kind`: its parameters and what else its URL holds),
 typed by the kind and written into the URL by it. `expanded` and `node` appear in the URL only
 when they differ from the step's saved view, so a step's plain URL is its saved view and a
 copied URL reopens exactly what was on screen.

@@ -1,6 +1,6 @@
 """The query-string face of a pydantic model of the engine (GRPOParams, Conventions): every field
 optional (absent = the default), so OpenAPI documents each parameter and the engine's own model
-validates it. Shared by the toy's routes and the paths API."""
+validates it. Shared by the kinds' routes and the paths API."""
 from __future__ import annotations
 
 from fastapi.exceptions import RequestValidationError

@@ -1,6 +1,6 @@
 """Waiting for jobs on the event loop, before a computation takes a compute slot (issue 21).
 
-A toy page with a training path needs the path's runs (jobs, under a second each, computed by a
+A step page with a training path needs the path's runs (jobs, some under a second each, computed by a
 runner). Waited for inside the compute worker, they would hold one of its COMPUTE_SLOTS the
 whole time, doing nothing; waited for here, between cheap reads of the job rows (in the request
 thread pool), they hold nothing, and the computation that follows finds them done.
@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from app.engine.jobs.client import JOBS, JobFailed
 from app.engine.runtime.compute import ComputeBusy
 
-WAIT_S = 60.0  # the toy's process_run waits as long; past it, a 503 + Retry-After
+WAIT_S = 60.0  # as long as a kind's own short runs wait (JobClient.wait_result); past it, a 503 + Retry-After
 POLL_S = 0.05
 
 

@@ -1,4 +1,4 @@
-"""The kind registry (app/web/kinds.py, issue 19): the kind is data on each catalog entry, the API
+"""The kind registry (app/house.py): the kind is data on each catalog entry, the API
 and the page agree on it, every kind's cache misses share one compute limit, the tiny LM's
 inspector writes the conventions in force, and a kind registered only in a test is served by the
 shared step route without touching either kind's files."""

@@ -30,11 +30,11 @@ MAX_ATTEMPTS = 3
 
 @dataclass(frozen=True)
 class JobSpec:
-    kind: str  # the walkthrough kind whose task this is ("tiny_lm", "toy")
-    task: str  # the task's name in that kind ("lm_path", "toy_process")
+    kind: str  # the id of the walkthrough kind whose task this is
+    task: str  # the task's name in that kind
     params: dict[str, Any]  # JSON: path, seed, device and the kind's own parameters
     code_version: str  # what computes it: a new version is a new job
-    title: str = ""  # for listings: "tiny_lm r1-zero seed 3 (cpu)"
+    title: str = ""  # for listings: "<kind> r1-zero seed 3 (cpu)"
 
     @property
     def device(self) -> str:

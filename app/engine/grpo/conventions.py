@@ -1,7 +1,7 @@
 """The choices where GRPO implementations differ, as pure torch functions.
 
 Each function takes per-token tensors shaped (G, T) with a 0/1 `mask` of the same
-shape (the toy's completions are one token: T = 1), so the same code serves a
+shape (one-token completions are T = 1), so the same code serves a
 token-level model. Formulas and their sources are in docs/design.md §3; the peer
 tests (peers/) feed the same numbers to TRL's and verl's own functions.
 """
@@ -42,7 +42,7 @@ def policy_log_ratio(logp: torch.Tensor, logp_old: torch.Tensor, mask: torch.Ten
     """The log of the importance ratio ρ, then the clamp (value, hit). `token`: log π_θ − log π_old per
     token. `sequence` (GSPO; TRL importance_sampling_level="sequence", grpo_trainer.py ~line 3087): the
     masked mean over each completion's tokens, shape (G, 1), so ρ_i = (π_θ(o_i)/π_old(o_i))^(1/|o_i|) is
-    one number per completion, its gradient shared by all its tokens. One-token completions (the toy's
+    one number per completion, its gradient shared by all its tokens. One-token completions (a per-sample kind's
     (G,) tensors, or no mask) have one level only."""
     log_ratio = logp - logp_old
     if level == "sequence" and mask is not None and log_ratio.dim() > 1:

@@ -1,5 +1,5 @@
 """The GRPO head: the modules that turn log-probabilities and rewards into the loss, shared by
-every kind's model (ToyGRPO per sample, TinyLMGRPO per token). DeepSeekMath (Shao et al. 2024)
+every kind's model (per sample or per token). DeepSeekMath (Shao et al. 2024)
 §4.1.1 eq. 3-4; the conventions (app/engine/grpo/conventions.py) decide the variants.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The loss conventions every kind's GRPO step takes (where the paper, TRL, verl, Dr. GRPO and
 DAPO differ), validated: what a request may choose, each refusal naming the field and its range.
-A kind's own parameters (the toy's GRPOParams, the tiny LM's TokenParams) extend Conventions.
+A kind's own parameters extend Conventions.
 """
 from __future__ import annotations
 
@@ -68,8 +68,8 @@ class Conventions(BaseModel):
                     "token_mean: over all tokens of the group (DAPO, TRL dapo/bnpo, verl token-mean); "
                     "token_sum_norm: token sums / (G·max_length) (Dr. GRPO).")] = "sample_mean"
     max_length: Annotated[int, Field(ge=1, le=MAX_LENGTH,
-        description="The constant of token_sum_norm (TRL's max_completion_length). The toy's "
-                    "completions are 1 token long.")] = 1
+        description="The constant of token_sum_norm (TRL's max_completion_length); 1 for "
+                    "one-token completions.")] = 1
     policy_loss: Annotated[Literal["clip", "cispo"], Field(
         description="clip: min(ρA, clip(ρ)A), the PPO/GRPO surrogate. cispo (MiniMax-M1; TRL loss_type=cispo): "
                     "sg(min(ρ, ε_high))·A·log π, the capped ratio a constant weight, so no token loses its "

@@ -143,7 +143,7 @@ class JobFailed(RuntimeError):
 
 
 def wait_result(task: str, params: Mapping[str, Any], timeout_s: float) -> Any:
-    """For a caller that needs the result now (the toy's short runs): the result, or JobFailed /
+    """For a caller that needs the result now (a kind's short runs): the result, or JobFailed /
     TimeoutError. The run itself still happens once, in a runner, and is kept."""
     job = JOBS.wait(task, params, timeout_s)
     if job.state == "failed":

@@ -37,7 +37,7 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
         return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
-    if hasattr(value, "model_dump"):  # a pydantic model (the toy's stage specs): rebuilt by name
+    if hasattr(value, "model_dump"):  # a pydantic model (a kind's specs): rebuilt by name
         return {KEY: type(value).__qualname__, "__pydantic__": value.model_dump(mode="python", by_alias=True)}
     raise CodecError(f"cannot store a {type(value).__name__} in a job result")
 

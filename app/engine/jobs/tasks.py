@@ -21,14 +21,14 @@ COMPUTING = ("domain", "engine", "kinds/*/domain", "kinds/*/engine")
 
 @dataclass(frozen=True)
 class JobTask:
-    kind: str  # the kind that offers it ("tiny_lm")
+    kind: str  # the id of the kind that offers it
     name: str  # unique in the app ("lm_path")
     run: Callable[[Mapping[str, Any], Progress], Any]  # params (as stored, JSON) -> result
     types: tuple[type, ...]  # the dataclasses (and pydantic models) a result may hold: the codec's allow-list
     payload: Callable[[Mapping[str, Any], Any], dict[str, Any]]  # (params, result) -> the paths API's `result`
     title: Callable[[Mapping[str, Any]], str]  # for listings: "r1-zero seed 3 (cpu)"
-    # Runs of one lane queue behind each other; each lane has its own runner, so a toy path of half
-    # a second never waits behind a tiny-LM path of twenty.
+    # Runs of one lane queue behind each other; each lane has its own runner, so a path of half a
+    # second never waits behind one of twenty.
     lane: str = "long"
 
     def spec(self, params: Mapping[str, Any]) -> JobSpec:

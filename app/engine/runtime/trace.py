@@ -1,6 +1,6 @@
 """Tracing an nn.Module's forward pass into nodes and data flows, by tensor identity.
 
-Why hooks and a TorchFunctionMode, not torch.fx or torch.export: ToyGRPO indexes with a
+Why hooks and a TorchFunctionMode, not torch.fx or torch.export: a model may index with a
 tensor (`logprobs[0, actions]`), branches on its conventions and returns a dict holding
 dataclasses, which symbolic tracing trips on; a real forward pass with example inputs
 runs whatever Python the model is written in. What is seen:
@@ -11,13 +11,13 @@ runs whatever Python the model is written in. What is seen:
   the union of its inputs' tags, so `x.detach()`, `a * 0.04` or `-loss` pass data through
   without becoming nodes.
 
-Nodes, and how they are named (the user's export, `walkthroughs/toy_grpo.tensorviz.json`):
+Nodes, and how they are named (as in the user's own export, the seed walkthrough):
 - a submodule from `torch.nn` without children (Linear, LogSoftmax) is a `layer` named by
   its path (`policy.logits`); a module with children, or one of the model's own classes,
   is a `module` group (`policy`, `advantages`). A childless group does its computation
   itself: every torch call inside it belongs to it.
 - a function of the `torch` or `torch.nn.functional` namespace called in a group's own
-  forward (not inside a child) is a `layer` named `<function>@<scope>#<k>`: `sub@ToyGRPO#0`
+  forward (not inside a child) is a `layer` named `<function>@<scope>#<k>`: `sub@Model#0`
   is the first `torch.sub` in the root's forward (the root is named by its class).
   Methods and operators (`a - b`, `a.mean()`) carry data but are not nodes.
 - a `statement` module (named by the caller) shows its computation as one member, a
@@ -201,7 +201,7 @@ def trace_model(model: nn.Module, inputs: tuple[Any, ...], *,
                 select_output: Callable[[Any], Any] = lambda out: out,
                 statement_modules: frozenset[str] = frozenset()) -> Trace:
     """Run ``model(*inputs)`` once, recording its graph. ``select_output`` picks what of
-    the result is the model's output (ToyGRPO returns a dict: its loss)."""
+    the result is the model's output (a model may return a dict: its loss)."""
     with torch.no_grad():
         return _run(model, inputs, select_output, statement_modules, keep_values=False).trace
 

@@ -5,7 +5,7 @@ once here instead of calling torch.optim: `Optimizer.step` imports torch._dynamo
 on its first call (817 modules, +87 MB RSS per worker, +1.5 s on the first
 request of every process), which this app never uses. The arithmetic is
 torch.optim.SGD's own (`param.add_(grad, alpha=-lr)`, its single-tensor path), and
-tests/kinds/toy/test_training.py checks that the two agree bit for bit.
+A kind's tests check that the two agree bit for bit.
 """
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def line_chart(key: str, title: str, y_label: str, series_spec: Sequence[tuple[s
                         f"{significant(s.points[-1][1])} at {x_label} {int(s.points[-1][0])}" for s in series)
     if caption is None:
         caption = "x: training iteration (0 = the stage's start checkpoint)."
-    if legend and len(series) == 2 and [s.style for s in series] == [0, 1]:  # the toy's wording, kept
+    if legend and len(series) == 2 and [s.style for s in series] == [0, 1]:  # the two-series wording, kept
         caption += f" Solid line with ● end: {series[0].label}; dashed with ■ end: {series[1].label}."
     elif legend and len(series) > 1:
         caption += " " + "; ".join(f"{STYLES[s.style][2]}: {s.label}" for s in series) + "."

@@ -1,4 +1,4 @@
-"""The token view of any token-level GRPO group (the tiny LM's today, a recorded run's next):
+"""The token view of any token-level GRPO group (any kind whose completions are tokens):
 each completion as its tokens, with one strip of numbers under them, chosen by the step
 (log-prob, reward, advantage, ratio and clip, KL, weight, gradient, the update's change).
 

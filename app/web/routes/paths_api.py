@@ -19,16 +19,16 @@ from app.web.schemas.jobs import PathJobBody, job_payload
 router = APIRouter(prefix="/api", tags=["paths"], route_class=StrictQueryRoute)
 
 Seed = Annotated[int | None, Query(ge=0, le=2**31 - 1, description="Seeds every sampling step of the path "
-                                   "(default: the kind's, 3 for the tiny LM, 0 for the toy).")]
-Scale = Annotated[float | None, Query(description="Tiny LM only: every stage's steps multiplied, 0.01 to 1 "
-                                      "(1, the default, is the walkthrough's run).")]
-IterationsScale = Annotated[int | None, Query(description="Toy only: every stage's iterations multiplied, "
-                                              "1 to 8 (default 1).")]
+                                   "(default: the kind's own).")]
+Scale = Annotated[float | None, Query(description="For kinds whose paths train by steps: every stage's "
+                                      "steps multiplied, 0.01 to 1 (1, the default, is the walkthrough's run).")]
+IterationsScale = Annotated[int | None, Query(description="For kinds whose paths train by iterations: every "
+                                              "stage's iterations multiplied, 1 to 8 (default 1).")]
 
 
 async def given_conventions(query: Annotated[ConventionsQuery, Query()]) -> dict[str, Any]:
     """The conventions named in the URL (`preset` and any override), for every GRPO stage of the path;
-    none: the path's own (the tiny LM's: DeepSeekMath's with R1's β = 0.001)."""
+    none: the path's own (the kind's default conventions)."""
     return query.model_dump(exclude_none=True)
 
 

@@ -193,3 +193,13 @@ def test_the_kl_step_says_when_there_is_no_kl(client):
     assert "reading only" in page(client, f"/walkthroughs/{with_ref}/steps/kl").select_one("#kl-note").get_text()
     assert page(client, f"/walkthroughs/{upload(client, make_record(seed=15))['id']}/steps/kl").select_one(
         "#kl-note") is None
+
+
+def test_the_last_step_names_no_training_paths_a_record_does_not_have(client, record_id):
+    """A record's page has no training-paths panel: its last step leads on to the next walkthrough only."""
+    last = client.get(f"/api/walkthroughs/{record_id}").json()["steps"][-1]["id"]
+    soup = page(client, f"/walkthroughs/{record_id}/steps/{last}")
+    leads_on = soup.select_one("#leads-on")
+    assert leads_on is not None and "training paths" not in leads_on.get_text()
+    for link in leads_on.select("a[href^='#']"):
+        assert soup.select_one(link["href"]) is not None, link["href"]  # every anchor it names is on the page

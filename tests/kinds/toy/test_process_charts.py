@@ -247,7 +247,7 @@ def test_panel_renders_every_stage(runs, env, pid):
         labels = [h.get_text() for h in card.select(".fact-col h4")]
         assert labels == [f"In the paper ({stage.paper_section})", "Toy analogue"]
         assert card.select_one(".fact-paper p").get_text() == stage.paper
-        assert card.select_one(".fact-toy p").get_text() == stage.toy
+        assert card.select_one(".fact-ours p").get_text() == stage.toy
         assert bool(card.select("table.reward-table")) == bool(stage.reward)
         run = runs[pid].stage(stage.id)
         curves = soup.select(".stage-curves svg.curve-svg")
@@ -293,5 +293,5 @@ def test_data_is_escaped(env):
     for svg in soup.select("svg"):
         ET.fromstring(str(svg))
     assert evil in soup.select_one(".process-intro h3").get_text()
-    assert evil in soup.select_one(".fact-toy p").get_text()
+    assert evil in soup.select_one(".fact-ours p").get_text()
     assert math.isfinite(panel.comparison.chart.height)

@@ -35,7 +35,8 @@ class ToyScreen(Screen):
 
     leads_on: ClassVar = ("process-panel", "training paths (R1-Zero, R1, distillation)")
     parts: ClassVar = {"focus": "toy/story_figure.html", "form": "toy/param_form.html", "panels": "toy/panels.html",
-                       "node_extra": "toy/compare_node.html", "inspector_tail": "toy/inspector_group.html",
+                       "node_extra": "toy/compare_node.html", "record_head": "toy/reward_inputs.html",
+                       "inspector_tail": "toy/inspector_group.html",
                        "compare": "toy/compare_panel.html"}
     runnable: ClassVar[bool] = True
     stories: ClassVar = STORIES
