@@ -19,9 +19,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from app.kinds.step_record.domain.arrays import describe
-from app.kinds.step_record.domain.parsing import RecordError, parse_record
 from app.kinds.step_record.domain.record import FORMAT, VERSION, StepRecord
 from app.kinds.step_record.domain.unipo_config import config_from_header, infer_estimator, number
+from app.kinds.step_record.domain.validation import RecordError, validate_record
 
 FRAMEWORK = "unipo"
 REWARD = "reward"  # UNIPO keeps one combined reward per response (header.reward_strategy says how)
@@ -155,7 +155,7 @@ def _completion(rd: _Reader, where: str, response: dict, tokens: dict, n: int, b
 
 
 def record_from_unipo(data: Any, *, step: int | None = None, source: str = "<unipo>") -> dict[str, Any]:
-    """The step record (a dict for `parse_record`) of the file's first entry holding prompts, or of
+    """The step record (a dict for `validate_record`) of the file's first entry holding prompts, or of
     `step`'s entry. Raises RecordError naming UNIPO's path."""
     return _convert(data, step, source, {})
 
@@ -251,7 +251,7 @@ def parse_unipo(data: Any, source: str = "<unipo>") -> StepRecord:
     paths: dict[str, str] = {}
     record = _convert(data, None, source, paths)
     try:
-        return parse_record(record, source)
+        return validate_record(record, source)
     except RecordError as exc:
         errors = [(_unipo_path(p, paths), m.replace("token_ids", "tokens.ids")) for p, m in exc.errors]
         raise RecordError(source, *errors[0], errors=errors) from None
