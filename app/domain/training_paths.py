@@ -24,8 +24,8 @@ PATHS = (
 )
 PATH_IDS = tuple(p.id for p in PATHS)
 
-# Spellings links used before the paths were one concept (one kind's ids and URL key until
-# issue 19): each still answers, with a redirect to the canonical URL.
+# Spellings links used before the paths were one concept (one kind's own ids and URL key):
+# each still answers, with a redirect to the canonical URL.
 RENAMED_IDS = {"r1_zero": "r1-zero"}
 OLD_URL_KEYS = ("path",)
 

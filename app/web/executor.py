@@ -1,8 +1,8 @@
 """The compute executor: routes that may run torch await it, never the request thread pool.
 
-Before issue 11 such routes were sync, so each took one of the ~40 threads of the pool every sync
-route and dependency shares, and waited there for a compute slot (up to 30 s): 64 clients
-of distinct expensive requests filled the pool and /healthz waited behind them.
+Were such routes sync, each would take one of the ~40 threads of the pool every sync
+route and dependency shares, and would wait there for a compute slot: a burst of distinct
+expensive requests would fill the pool and /healthz would wait behind them.
 
 Now a route hands its work to this executor, which runs it in one of two ways (COMPUTE_PROCESSES):
 
@@ -12,7 +12,7 @@ Now a route hands its work to this executor, which runs it in one of two ways (C
   workers are still starting, it waits for them instead: up to STARTUP_WAIT_S). Every job takes
   a worker, a cached result too (the worker answers it at once); the response cache in front
   replays most repeats before they get here. Torch and the JSON encoding hold the workers'
-  GILs, not the web process's (issue 21: /healthz p99 ~100 ms -> see docs/reference/configuration.md "Limits").
+  GILs, not the web process's (docs/reference/configuration.md "Limits").
 - **threads** (COMPUTE_PROCESSES=0; the tests' TestClient apps, which would otherwise spawn
   processes per app): a ThreadPoolExecutor of COMPUTE_SLOTS + COMPUTE_QUEUE threads; at most
   COMPUTE_SLOTS of them run torch at once, under the engine's LIMITER, whose cache hits take no

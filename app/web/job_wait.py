@@ -1,4 +1,4 @@
-"""Waiting for jobs on the event loop, before a computation takes a compute slot (issue 21).
+"""Waiting for jobs on the event loop, before a computation takes a compute slot.
 
 A step page with a training path needs the path's runs (jobs, some under a second each, computed by a
 runner). Waited for inside the compute worker, they would hold one of its COMPUTE_SLOTS the

@@ -1,4 +1,4 @@
-/* The token view's keyboard (issue 20): one Tab stop per completion (a roving tabindex: the
+/* The token view's keyboard: one Tab stop per completion (a roving tabindex: the
    completion's current token has tabindex 0, its others -1). Inside a completion ArrowLeft and
    ArrowRight move between tokens, Home and End to its first and last; ArrowUp and ArrowDown move
    to the same position in the previous or next completion. Any [data-roving] group of links (the

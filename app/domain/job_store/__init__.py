@@ -1,4 +1,4 @@
-"""Training runs as rows (issue 21): one small interface, two implementations, beside the uploads.
+"""Training runs as rows: one small interface, two implementations, beside the uploads.
 
 A job is what a path request asks for, named by its content: `JobSpec.id` hashes the kind, the
 task, its parameters and the code version, so the same request from any worker or replica

@@ -17,7 +17,7 @@ _BASE = {
     "beta": 0.04, "kl_estimator": "k3", "kl_placement": "loss", "kl_bias_correction": False,
     "log_ratio_clamp": None, "kl_clamp": None,
     "loss_aggregation": "sample_mean",
-    # the 2026 conventions (issue 23), off: the clipped surrogate, per-token ratios, no IS correction
+    # the 2026 conventions, off: the clipped surrogate, per-token ratios, no IS correction
     # (TRL's GRPOConfig bounds: vllm_importance_sampling_clip_min None, _clip_max 3.0)
     "policy_loss": "clip", "importance_sampling_level": "token",
     "is_correction": "none", "is_clip_min": None, "is_clip_max": 3.0,

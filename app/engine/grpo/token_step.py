@@ -1,4 +1,4 @@
-"""The GRPO objective at token level (issue 13): completions of different lengths, padded and
+"""The GRPO objective at token level: completions of different lengths, padded and
 masked, every convention of `Conventions` applied per token.
 
 The same functions as the one-token step (engine/grpo/conventions.py), so the two can never

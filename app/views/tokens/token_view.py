@@ -5,7 +5,7 @@ each completion as its tokens, with one strip of numbers under them, chosen by t
 Reads a finished group (TokenGroup: its completions, app/engine/grpo/token_records.py); computes
 nothing but layout (bar lengths, which completions to contrast), so every number on screen is the
 engine's. The kind says which metric each of its steps shows first, what the step has introduced so
-far (`shown`: the strips and card lines a step may show; nothing before its time, issue 20), the
+far (`shown`: the strips and card lines a step may show; nothing before its time), the
 verdict of each completion under the reward rule in force, and the KL term's share of each token's
 gradient, so that a clipped token that still moves says why.
 """

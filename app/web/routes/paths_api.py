@@ -1,4 +1,4 @@
-"""One path API for every kind (issue 21): a training path is a job in the store; GET starts it
+"""One path API for every kind: a training path is a job in the store; GET starts it
 if need be and reads it, POST starts a failed one again. Thin: app/engine/jobs does the work."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The synthetic pre-training corpus of the tiny LM's base checkpoint (issue 13).
+"""The synthetic pre-training corpus of the tiny LM's base checkpoint.
 
 Built so that the base model is mediocre in exactly R1-Zero's ways: the corpus mixes
 completions that are right and formatted, right but reasoned in the other script ("language

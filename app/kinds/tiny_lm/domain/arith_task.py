@@ -1,4 +1,4 @@
-"""The tiny language model's task (issue 13): short additions written token by token, in two
+"""The tiny language model's task: short additions written token by token, in two
 scripts, with DeepSeek-R1's rule-based rewards reported part by part.
 
 Tokens are readable on screen: the digits 0-9, a second script a-j for the same digits (so

@@ -1,4 +1,4 @@
-"""The pre-training corpus of the running-sums base checkpoint (issue 22): a base with both habits.
+"""The pre-training corpus of the running-sums base checkpoint: a base with both habits.
 
 Most completions guess (`<think>19</think><answer>19</answer>`), right often on two numbers and
 rarely on six: a guess stands for a model that adds in one jump, as TinyZero's 0.5B model did.

@@ -1,4 +1,4 @@
-"""The training paths' task (issue 22): sums of 2 to 6 one-digit numbers, where more reasoning
+"""The training paths' task: sums of 2 to 6 one-digit numbers, where more reasoning
 steps help. A completion may work it out as running sums in <think> (`3+5=8 8+9=17 17+2=19`)
 or jump to a guess (`<think>19</think>`); the rewards stay R1's rules (arith_task.rewards: an
 answer right in either script, the template, the prompt's script in the reasoning).

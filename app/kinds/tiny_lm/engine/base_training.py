@@ -1,4 +1,4 @@
-"""Pre-training of the tiny LM's base checkpoint on the synthetic corpus (issue 13).
+"""Pre-training of the tiny LM's base checkpoint on the synthetic corpus.
 
 Next-token cross-entropy over every real token (padding masked), AdamW, a fixed recipe and
 seed: the same checkpoint from the same recipe on the same machine (float64 on the CPU). The

@@ -1,5 +1,5 @@
-"""DeepSeek-R1's three training paths on the tiny LM (issue 13; arXiv 2501.12948 §2.2-2.4), run for real,
-on the running-sums task since issue 22 (domain/sums_task.py: sums of 2 to 6 numbers, where working
+"""DeepSeek-R1's three training paths on the tiny LM (arXiv 2501.12948 §2.2-2.4), run for real,
+on the running-sums task (domain/sums_task.py: sums of 2 to 6 numbers, where working
 step by step pays and the base sometimes does).
 
 - r1-zero: GRPO straight from the shipped base checkpoint, rule rewards accuracy + format (§2.2).

@@ -1,4 +1,4 @@
-"""The plan of the tiny LM's training paths (issue 13; on the running-sums task since issue 22):
+"""The plan of the tiny LM's training paths (on the running-sums task):
 each path's stages, their step counts, recipes and data sizes, the student's size, the evaluation
 set and the seeds derived for each use. Numbers only; lm_paths.py runs them.
 """

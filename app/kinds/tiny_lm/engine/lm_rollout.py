@@ -1,4 +1,4 @@
-"""Rollouts and measurements of the tiny LM for the training paths (issue 13): many prompts'
+"""Rollouts and measurements of the tiny LM for the training paths: many prompts'
 groups sampled in one batch, and one evaluation point on a fixed held-out set.
 
 `sample_groups` is `lm_sampling.sample_group` for several prompts at once: prompts of equal

@@ -1,4 +1,4 @@
-"""Sampling a group of completions from the tiny LM (issue 13): G continuations of one prompt,
+"""Sampling a group of completions from the tiny LM: G continuations of one prompt,
 token by token, each stopping at <end> or after `max_new` tokens, padded and masked.
 
 The run's own CPU generator draws every token (never the global RNG), so a group depends only

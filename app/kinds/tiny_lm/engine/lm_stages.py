@@ -1,4 +1,4 @@
-"""The stages the tiny LM's training paths are made of (issue 13, DeepSeek-R1 §2.2-2.4): GRPO
+"""The stages the tiny LM's training paths are made of (DeepSeek-R1 §2.2-2.4): GRPO
 with rule rewards, supervised fine-tuning on (prompt, completion) texts, rejection sampling,
 and the distillation student's own pre-training. Each trains a model in place and calls
 `on_step(step)` after every unit of work, so the caller can measure and report progress.

@@ -1,4 +1,4 @@
-"""The tiny-LM training paths as jobs (issue 21; app/engine/jobs): 10–25 s each is too long for a
+"""The tiny-LM training paths as jobs (app/engine/jobs): 10–25 s each is too long for a
 request, so a page submits the run and polls its row. A runner computes it once for every
 worker and replica, and the result stays in the store until an operator deletes it."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The running-sums checkpoints (issue 22): the addition base's recipe (base_training.py) on the
+"""The running-sums checkpoints: the addition base's recipe (base_training.py) on the
 sums corpus (domain/sums_corpus.py), for models with the separator token and a longer context.
 The base is what R1-Zero and R1 start from; the student, a smaller model pre-trained the same way,
 is distillation's own start (as R1's distilled models started from existing smaller bases).

@@ -1,4 +1,4 @@
-"""One evaluation point of a training path on the running-sums task (issue 22): samples of the
+"""One evaluation point of a training path on the running-sums task: samples of the
 held-out prompts, scored by R1's rules and read for their habit, overall and per difficulty.
 
 What R1-Zero's Figure 3 plots is the mean length of sampled responses; Dr. GRPO (Liu et al.

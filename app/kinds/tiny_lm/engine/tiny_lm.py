@@ -1,4 +1,4 @@
-"""The tiny decoder-only language model of issue 13, as plain torch modules (nanoGPT's shape).
+"""The tiny decoder-only language model, as plain torch modules (nanoGPT's shape).
 
 Token and position embeddings, `n_layer` pre-norm blocks of causal self-attention and an MLP,
 a final norm and the LM head. Module names are what the exported graph will show

@@ -1,5 +1,5 @@
 """The token-level GRPO objective around the tiny LM, as one nn.Module: what the tiny-LM
-walkthrough's graph is exported from and what its step is recorded on (issue 13).
+walkthrough's graph is exported from and what its step is recorded on.
 
 Submodules are named as the walkthrough's nodes: three copies of the language model
 (`policy`, frozen `old_policy` and `reference_policy`), each ending in `token_logprobs`

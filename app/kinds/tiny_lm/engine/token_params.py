@@ -1,4 +1,4 @@
-"""Validated parameters of the tiny-LM walkthrough's token-level GRPO step (issue 13).
+"""Validated parameters of the tiny-LM walkthrough's token-level GRPO step.
 
 The loss conventions are `Conventions` (presets included), so the toy and the tiny LM take
 the same `preset`, `beta`, `loss_aggregation` … fields; what is new is the group (seed and

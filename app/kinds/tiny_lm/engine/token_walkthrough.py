@@ -1,4 +1,4 @@
-"""The tiny-LM walkthrough's step, run for real (issue 13): sample a group from the shipped base
+"""The tiny-LM walkthrough's step, run for real: sample a group from the shipped base
 model, let the policy take `inner_steps` AdamW steps on it (π_old stays the sampler, π_ref the
 base), then record one forward and backward pass of `TinyLMGRPO` with every node's value and
 gradient keyed by the exported node ids, and take one more step to see which tokens moved.

@@ -1,4 +1,4 @@
-"""Why a completion moved the way it did in the update step (issue 20): the per-token gradient
+"""Why a completion moved the way it did in the update step: the per-token gradient
 split into the surrogate's push and the KL term's pull, and the update re-run on parts of the loss.
 
 The loss is a sum over completions, loss = Σ_i loss_i with loss_i = −Σ_t w_it·(L − β·K)_it, but

@@ -1,4 +1,4 @@
-"""GRPO against Dr. GRPO on the same R1-Zero run (issue 22; Liu et al. 2025, "Understanding
+"""GRPO against Dr. GRPO on the same R1-Zero run (Liu et al. 2025, "Understanding
 R1-Zero-Like Training", arXiv 2503.20783): the length of incorrect and correct answers under both.
 
 What the paper reports: GRPO's per-completion normaliser 1/|o_i| (sample_mean) weighs each token

@@ -1,4 +1,4 @@
-"""What a path starts from and what it ends with, on the running-sums task (issue 22): the start
+"""What a path starts from and what it ends with, on the running-sums task: the start
 model's habits measured (step-by-step share by difficulty, how often each habit is right, the
 re-check), and one 6-number prompt's completions by the first and the final model, each marked.
 

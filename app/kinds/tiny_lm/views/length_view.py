@@ -1,4 +1,4 @@
-"""The paths box's first view (issue 22): R1-Zero's Figure 3 (answers grow longer as accuracy rises)
+"""The paths box's first view: R1-Zero's Figure 3 (answers grow longer as accuracy rises)
 reproduced on the running-sums task, said in one sentence computed from the run's own numbers, then
 the pair of charts that proves it, and the same by difficulty.
 

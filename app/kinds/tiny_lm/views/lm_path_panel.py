@@ -1,6 +1,6 @@
 """The tiny-LM walkthrough's process selector: R1-Zero, R1 and distillation run for real on the
 tiny LM (engine/lm_paths.py) on the running-sums task, their progress while they run, then the
-length view (issue 22: views/length_view.py first, the start's habits and one prompt early and late,
+length view (views/length_view.py first, the start's habits and one prompt early and late,
 GRPO against Dr. GRPO on R1-Zero), and under "More curves" the other metrics over the whole path
 with its stages marked and a table of where each stage ended. `overlay`: the three paths together."""
 from __future__ import annotations

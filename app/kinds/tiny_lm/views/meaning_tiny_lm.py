@@ -1,4 +1,4 @@
-"""What each node of the tiny-LM walkthrough's graph means (issue 13): names, formulas and
+"""What each node of the tiny-LM walkthrough's graph means: names, formulas and
 one plain sentence, per token. The graph is TinyLMGRPO's export (app/engine/tiny_lm_grpo.py);
 its module templates are recognised by class, its layers by their place in a block.
 """

@@ -1,4 +1,4 @@
-"""The three training paths on one chart per metric (issue 22): every path whose run is done,
+"""The three training paths on one chart per metric: every path whose run is done,
 each in its own line style on every chart, with a line of start → end numbers each; the others'
 runs are started and their progress shown until they are done."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the token strips of each tiny-LM step show (issue 20: reveal, don't repeat): the metric
+"""What the token strips of each tiny-LM step show (reveal, don't repeat): the metric
 the step introduces, and what its cards may say so far (no ρ or ✂ before `ratio`, no KL before
 `kl`). Also each completion's verdict in the words of the reward rule in force."""
 from __future__ import annotations

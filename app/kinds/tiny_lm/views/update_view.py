@@ -1,4 +1,4 @@
-"""The update step's explanation (issue 20): why a completion with a negative advantage can still
+"""The update step's explanation: why a completion with a negative advantage can still
 become more likely. Reads the engine's re-runs of the update on parts of the loss
 (engine/update_parts.py) and words them with this group's numbers; computes nothing but which
 completion to tell about and which tokens it shares with the others."""

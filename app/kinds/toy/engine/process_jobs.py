@@ -1,4 +1,4 @@
-"""The toy's training paths as jobs (issue 21; app/engine/jobs): computed once by a runner for
+"""The toy's training paths as jobs (app/engine/jobs): computed once by a runner for
 every worker and replica, kept in the store. A toy run takes under a second, so a page waits for
 it (on its compute thread, never the event loop) instead of polling; it runs in its own lane, never
 behind a tiny-LM path."""
