@@ -31,7 +31,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.presets import PRESET_NAMES
 from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID
 from app.kinds.toy.engine.params import GRPOParams

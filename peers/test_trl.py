@@ -48,7 +48,7 @@ from accelerate import Accelerator
 from trl import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult

@@ -48,7 +48,7 @@ What verl cannot express, and what the tests do instead:
   with GSPO (verl's straight-through ratio puts each token's weight on that token alone:
   test_gspo_straight_through_gradient), a truncated IS with a lower bound: not compared (loss_gaps).
 
-The conventions functions (app/engine/conventions.py) are also tested directly on synthetic extreme
+The conventions functions (app/engine/grpo/objective.py) are also tested directly on synthetic extreme
 tensors, several tokens per completion and ragged masks, against the same verl functions.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ from verl.utils import tensordict_utils as tu
 from verl.workers.config import ActorConfig, PolicyLossConfig
 from verl.workers.utils.losses import ppo_loss
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.presets import PRESET_NAMES
 from app.engine.grpo.token_step import TokenStep, token_grpo_step

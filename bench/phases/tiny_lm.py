@@ -54,8 +54,8 @@ def token_step_phase(args, figures: dict, details: dict) -> None:
     from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts
     from app.kinds.tiny_lm.engine import token_walkthrough as tw
     from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+    from app.kinds.tiny_lm.engine.params import MAX_NEW_TOKENS, TokenParams
     from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, build_tiny_lm_grpo
-    from app.kinds.tiny_lm.engine.token_params import MAX_NEW_TOKENS, TokenParams
 
     threads = figures["tiny_lm_torch_threads"] = app_threads()
     device = args.resolved_device

@@ -1,13 +1,13 @@
 """The GRPO head: the modules that turn log-probabilities and rewards into the loss, shared by
 every kind's model (per sample or per token). DeepSeekMath (Shao et al. 2024)
-§4.1.1 eq. 3-4; the conventions (app/engine/grpo/conventions.py) decide the variants.
+§4.1.1 eq. 3-4; the conventions (app/engine/grpo/objective.py) decide the variants.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 
 DTYPE = torch.float64  # the one dtype of every tensor: tiny tensors, exact-enough numbers matter more than speed
 

@@ -1,7 +1,7 @@
 """The GRPO objective at token level: completions of different lengths, padded and
 masked, every convention of `Conventions` applied per token.
 
-The same functions as the one-token step (engine/grpo/conventions.py), so the two can never
+The same functions as the one-token step (engine/grpo/objective.py), so the two can never
 disagree about a convention: here each completion's advantage is broadcast to its tokens, and
 ratio, clip and KL are per token (the ratio per completion at importance_sampling_level=sequence).
 Inputs are per-token log-probs, so any policy can feed it; a recorded run can bring its own
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.params import Conventions
 
 NO_SAMPLING_LOGPS = ("is_correction={mode} needs the rollout engine's log-probs (logp_sampling), and this step "

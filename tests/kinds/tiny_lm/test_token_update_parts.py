@@ -13,8 +13,8 @@ import torch
 from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts
 from app.kinds.tiny_lm.engine import token_walkthrough as tw
 from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+from app.kinds.tiny_lm.engine.params import MAX_NEW_TOKENS, TokenParams
 from app.kinds.tiny_lm.engine.tiny_lm import completion_logprobs
-from app.kinds.tiny_lm.engine.token_params import MAX_NEW_TOKENS, TokenParams
 
 PARAMS = TokenParams()  # the paper's conventions: population std, k3 in the loss, mean per completion
 

@@ -18,9 +18,9 @@ from app.export.__main__ import TARGETS
 from app.export.document import export
 from app.export.steps import read_steps
 from app.kinds.tiny_lm.engine import token_walkthrough as tw
+from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import TinyLMGRPO, build_tiny_lm_grpo
 from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
-from app.kinds.tiny_lm.engine.token_params import TokenParams
 
 FILE = ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json"
 STEPS = ROOT / "walkthroughs" / "steps" / "tiny_lm_grpo.steps.json"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.head import ClippedSurrogate, GroupAdvantages, PolicyRatio, ReferencePenalty
 from app.engine.grpo.params import Conventions
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_step import TokenStep, token_grpo_step
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.record_conventions import record_conventions
+from app.kinds.step_record.engine.params import record_conventions
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """A recorded step's story: what each of its five steps teaches about the user's own run. Each
-step's focus figure is drawn by step_record/focus.html from the record screen (record_screen.py)."""
+step's focus figure is drawn by step_record/focus.html from the record screen (screen.py)."""
 from __future__ import annotations
 
 from app.views.story import StepStory

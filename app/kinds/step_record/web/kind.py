@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from app.kinds.step_record.domain.opening import KIND_ID, READER
 from app.kinds.step_record.engine import export_target
-from app.kinds.step_record.views.meaning_record import describe_record
+from app.kinds.step_record.views.meaning import describe_record
 from app.kinds.step_record.web import api, cli, pages
 from app.web.kind import Kind
 

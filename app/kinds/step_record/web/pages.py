@@ -1,10 +1,10 @@
 """A recorded step's page: the same URL and template as any walkthrough, its numbers recomputed
-from the record (engine/). Thin: parsing and building live in views/record_screen.py."""
+from the record (engine/). Thin: parsing and building live in views/screen.py."""
 from __future__ import annotations
 
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.views.record_query import BadRecordView, read_record_query
-from app.kinds.step_record.views.record_screen import BadRecordPlace, build_record_screen
+from app.kinds.step_record.views.screen import BadRecordPlace, build_record_screen
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.errors import NotFound
 from app.web.kind import StepRequest

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.head import ClippedSurrogate, GroupAdvantages, PolicyRatio, ReferencePenalty
 from app.engine.grpo.params import Conventions
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM, TinyLMConfig

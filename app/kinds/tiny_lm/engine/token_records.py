@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from app.engine.grpo.token_records import AggregationRow, CompletionRecord, TensorSummary
 from app.engine.runtime.records import NodeRecord
-from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.update_parts import UpdatePart
 
 

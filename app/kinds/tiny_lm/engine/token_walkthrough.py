@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import torch
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.token_records import AggregationRow, CompletionRecord, TensorSummary, TokenRecord
 from app.engine.grpo.token_step import token_grpo_step
 from app.engine.runtime.compute import cached_computation
@@ -24,9 +24,9 @@ from app.kinds.tiny_lm.domain.arith_task import VOCAB, make_prompts
 from app.kinds.tiny_lm.domain.arith_task import rewards as reward_parts_of
 from app.kinds.tiny_lm.engine.base_training import load_base
 from app.kinds.tiny_lm.engine.lm_sampling import Group, sample_group
+from app.kinds.tiny_lm.engine.params import MAX_NEW_TOKENS, REWARD_CHOICES, TokenParams
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, TinyLMGRPO, build_tiny_lm_grpo
-from app.kinds.tiny_lm.engine.token_params import MAX_NEW_TOKENS, REWARD_CHOICES, TokenParams
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.update_parts import gradient_split, update_parts
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
 from app.engine.grpo.presets import PRESET_TITLES
-from app.kinds.tiny_lm.engine.token_params import MAX_TOKEN_GROUP, MAX_TOKEN_INNER_STEPS, TokenParams
+from app.kinds.tiny_lm.engine.params import MAX_TOKEN_GROUP, MAX_TOKEN_INNER_STEPS, TokenParams
 from app.views.param_fields import FieldSpec
 from app.views.urls import query_value
 
@@ -49,7 +49,7 @@ def token_query(params: TokenParams) -> dict[str, str]:
     return {name: query_value(name, value) for name, value in params.url_overrides().items()}
 
 
-# What a training path takes from the form (views/token_screen.py's path_panel): the seed only;
+# What a training path takes from the form (views/screen.py's path_panel): the seed only;
 # each stage's recipe sets its own G, steps, learning rate, rewards and conventions (engine/lm_plans.py).
 PATH_FIELDS = ("seed",)
 

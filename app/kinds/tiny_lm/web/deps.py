@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from app.kinds.tiny_lm.engine.token_params import TokenParams
+from app.kinds.tiny_lm.engine.params import TokenParams
 from app.views.param_fields import field_range
 
 # The query-string face of TokenParams (the tiny-LM walkthrough's step): text as typed, so the

@@ -12,7 +12,7 @@ from app.engine.jobs.tasks import JobTask
 from app.kinds.tiny_lm import base_model
 from app.kinds.tiny_lm.engine import export_target, path_tasks
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
-from app.kinds.tiny_lm.views.meaning_tiny_lm import describe_tiny_lm
+from app.kinds.tiny_lm.views.meaning import describe_tiny_lm
 from app.kinds.tiny_lm.web import api, pages
 from app.web.conventions_query import conventions_from
 from app.web.kind import Kind

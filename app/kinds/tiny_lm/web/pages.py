@@ -1,5 +1,5 @@
 """The tiny-LM walkthrough's step page: the same URL and template as any walkthrough, its
-numbers from the token-level engine. Thin: parsing and building live in views/token_screen.py."""
+numbers from the token-level engine. Thin: parsing and building live in views/screen.py."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -11,11 +11,11 @@ from starlette.responses import RedirectResponse
 from app.domain.training_paths import PATH_IDS, canonical_path_id
 from app.engine.jobs.client import JOBS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
+from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
-from app.kinds.tiny_lm.engine.token_params import TokenParams
 from app.kinds.tiny_lm.views import urls
-from app.kinds.tiny_lm.views.token_screen import (
+from app.kinds.tiny_lm.views.screen import (
     BadTokenView,
     TokenQuery,
     build_token_screen,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from app.engine.grpo import conventions as conv
+from app.engine.grpo import objective as conv
 from app.engine.grpo.head import ClippedSurrogate, GroupAdvantages, PolicyRatio, ReferencePenalty
 from app.engine.grpo.params import Conventions
 

@@ -17,8 +17,8 @@ from app.kinds.step_record.domain.opening import run_title
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.engine.checks import Check, checks, likely_causes
+from app.kinds.step_record.engine.params import record_conventions
 from app.kinds.step_record.engine.recompute import Recomputed
-from app.kinds.step_record.engine.record_conventions import record_conventions
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics

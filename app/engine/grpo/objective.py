@@ -1,4 +1,5 @@
-"""The choices where GRPO implementations differ, as pure torch functions.
+"""The GRPO objective's pieces, in every convention where implementations differ, as pure torch
+functions (the conventions themselves, as data, are params.Conventions).
 
 Each function takes per-token tensors shaped (G, T) with a 0/1 `mask` of the same
 shape (one-token completions are T = 1), so the same code serves a
