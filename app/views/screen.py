@@ -31,7 +31,7 @@ class GraphAnnotation:
 @dataclass(frozen=True)
 class Screen:
     snapshot: Snapshot
-    state: ViewState
+    state: ViewState[Any]  # a kind's screen narrows it to its own part (ViewState[ToyState], …)
     step_index: int
     graph: GraphView
     inspector: InspectorView | None

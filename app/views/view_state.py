@@ -9,7 +9,7 @@ copied URL reopens exactly what was on screen.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from app.domain.snapshot import Snapshot
 from app.views.urls import URLS
@@ -35,19 +35,23 @@ class NoKindState:
         return {}
 
 
+K = TypeVar("K", bound=KindState)
+
+
 @dataclass(frozen=True)
-class ViewState:
+class ViewState(Generic[K]):
+    """`kind` is the kind's own part, typed by it: a toy screen reads a ViewState[ToyState]."""
     walkthrough_id: str
     step_id: str
     expanded: tuple[str, ...]
     node: str | None
-    overview: bool = False  # the whole model, collapsed, in a compact layout (docs/design.md §2)
-    kind: Any = NoKindState()  # a KindState; typed by the kind that reads it (Any: it is theirs)
+    overview: bool
+    kind: K
 
     @classmethod
     def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
               expanded: str | None, node: str | None, view: str | None = None,
-              kind: KindState | None = None) -> ViewState:
+              kind: K) -> ViewState[K]:
         try:
             step = snapshot.step(step_id)
         except KeyError:
@@ -66,13 +70,11 @@ class ViewState:
             raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no node {node!r}.")
         saved = step.view.selected_node_ids
         selected = node if node is not None else (saved[0] if saved else None)
-        return cls(walkthrough_id, step_id, open_modules, selected, overview=view == OVERVIEW,
-                   kind=NoKindState() if kind is None else kind)
+        return ViewState(walkthrough_id, step_id, open_modules, selected, view == OVERVIEW, kind)
 
     @classmethod
-    def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str,
-                 kind: KindState | None = None) -> ViewState:
-        return cls.parse(snapshot, walkthrough_id, step_id, expanded=None, node=None, kind=kind)
+    def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, kind: K) -> ViewState[K]:
+        return ViewState.parse(snapshot, walkthrough_id, step_id, expanded=None, node=None, kind=kind)
 
     def query(self, snapshot: Snapshot) -> dict[str, str]:
         step = snapshot.step(self.step_id)
@@ -90,22 +92,22 @@ class ViewState:
     def url(self, snapshot: Snapshot) -> str:
         return URLS.step(self.walkthrough_id, self.step_id, self.query(snapshot))
 
-    def toggled(self, module_id: str) -> ViewState:
+    def toggled(self, module_id: str) -> ViewState[K]:
         if module_id in self.expanded:
             return replace(self, expanded=tuple(m for m in self.expanded if m != module_id))
         return replace(self, expanded=(*self.expanded, module_id))
 
-    def selecting(self, node_id: str) -> ViewState:
+    def selecting(self, node_id: str) -> ViewState[K]:
         """Selecting a node leaves the overview: the node is inspected in the step's view."""
         return replace(self, node=node_id, overview=False)
 
-    def toggling_overview(self) -> ViewState:
+    def toggling_overview(self) -> ViewState[K]:
         return replace(self, overview=not self.overview)
 
-    def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState:
+    def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState[K]:
         """Another step opens at its own saved view; the kind's part (parameters, path) travels along."""
         return ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.kind)
 
-    def with_kind(self, **changes: Any) -> ViewState:
-        """The same view with some of the kind's own values changed."""
-        return replace(self, kind=replace(self.kind, **changes))
+    def with_kind(self, **changes: Any) -> ViewState[K]:
+        """The same view with some of the kind's own values changed (a kind's part is a dataclass)."""
+        return replace(self, kind=replace(cast(Any, self.kind), **changes))

@@ -12,7 +12,7 @@ from app.domain.uploads import UploadRejected
 from app.views.home import build_home
 from app.views.screen import build_view_only_screen
 from app.views.urls import URLS
-from app.views.view_state import UnknownViewPart, ViewState
+from app.views.view_state import NoKindState, UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
 from app.web.deps import CatalogDep, ComputeDep, KindsDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
@@ -111,7 +111,7 @@ def view_only_page(request: Request, walkthrough_id: str, step_id: str, entry: C
     query = request.query_params
     try:
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
-                                node=query.get("node"), view=query.get("view"))
+                                node=query.get("node"), view=query.get("view"), kind=NoKindState())
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_view_only_screen(snapshot, state)

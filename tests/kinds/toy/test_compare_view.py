@@ -11,6 +11,7 @@ from app.domain.snapshot import load_snapshot
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.compare import GradChange
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step_inputs import obtain
 from app.kinds.toy.views.compare_cases import CASES
 from app.kinds.toy.views.compare_marks import change_detail, change_tag, grad_marks, percent
 from app.kinds.toy.views.compare_view import build_compare_view
@@ -30,8 +31,9 @@ def state(step="clip", compare=None, params=None, node=None):
 def view(query: dict, step="clip", node=None, params=None):
     request = parse_compare(query)
     s = state(step, request.conventions, params, node)
-    screen = build_screen(SEED, s, "cpu")
-    return screen, build_compare_view(screen, request, "cpu")
+    inputs = obtain(s.kind.params, "cpu", None, compare=s.kind.compare if request.on else None)
+    screen = build_screen(SEED, s, inputs)
+    return screen, build_compare_view(screen, request, inputs)
 
 
 # -- URL state --------------------------------------------------------------------------
@@ -88,7 +90,7 @@ def test_marker_tags_and_words():
 
 
 def test_marker_size_grows_with_the_change_and_stays_above_its_node():
-    screen = build_screen(SEED, state(), "cpu")
+    screen = build_screen(SEED, state(), obtain(GRPOParams(), "cpu", None))
     changes = {"ratio": GradChange(1, 1, 0.25, 0.25), "clipped": GradChange(0, 1, 1, None),
                "python@clipped#0": GradChange(1, 3, 3, 3.0), "output": None}
     marks = grad_marks(screen.graph, changes)

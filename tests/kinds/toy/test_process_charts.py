@@ -14,6 +14,7 @@ from app.house import KINDS
 from app.kinds.toy.domain.process_spec import load_processes, parse_processes
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.processes import run_process
+from app.kinds.toy.engine.step_inputs import obtain
 from app.kinds.toy.views.charts.comparison import comparison
 from app.kinds.toy.views.charts.pipeline import pipeline
 from app.kinds.toy.views.charts.stage_curves import stage_curves
@@ -44,7 +45,8 @@ def env():
 def make_panel(process_id, stage_id=None, catalog=CATALOG):
     state = parse_view(SNAPSHOT, "toy_grpo", "advantages", expanded=None, node="ratio", params=GRPOParams(seed=0),
                             process=process_id, stage=stage_id, processes=catalog)
-    return build_process_panel(SNAPSHOT, state, catalog)
+    runs = obtain(state.kind.params, "cpu", catalog, process_id, stage_id).runs if process_id else {}
+    return build_process_panel(SNAPSHOT, state, catalog, runs)
 
 
 def render(env, panel) -> BeautifulSoup:

@@ -1,7 +1,8 @@
 """A recorded step's screen: the shared graph screen plus the group, the token window under its
 overview strip, the checks against the framework's log, the diagnostics and the what-if.
 
-Built from URL state (record_query.py) and the engine's recomputation (engine/cache.py); the step
+Built from URL state (record_query.py) and the engine's recomputation, which the page obtains first
+(web/pages.py, from engine/cache.py): this module computes nothing. The step
 decides the strip's number (story.STEP_METRIC) unless the URL names another.
 """
 from __future__ import annotations
@@ -15,7 +16,6 @@ from app.domain.snapshot import Snapshot
 from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES
 from app.kinds.step_record.domain.opening import run_title
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.engine.checks import Check, checks, likely_causes
 from app.kinds.step_record.engine.params import record_conventions
 from app.kinds.step_record.engine.recompute import Recomputed
@@ -132,9 +132,8 @@ def _tokens(record: StepRecord) -> list[list[str]]:
     return [c.tokens for _, _, c in record.completions()]
 
 
-def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: StepRecord) -> RecordScreen:
-    q = state.kind
-    assert isinstance(q, RecordQuery)
+def check_place(record: StepRecord, q: RecordQuery) -> None:
+    """The group, completion and token the URL names exist in the record, or BadRecordPlace."""
     if q.group >= len(record.groups):
         raise BadRecordPlace(f"the record has {len(record.groups)} group(s): no group {q.group}")
     group = record.groups[q.group]
@@ -143,9 +142,15 @@ def build_record_screen(snapshot: Snapshot, state: ViewState, key: str, record: 
     if q.at >= group.completions[q.completion].length:
         raise BadRecordPlace(f"completion {q.completion} has {group.completions[q.completion].length} tokens: "
                              f"no token {q.at + 1}")
-    own = recomputed(key, record)
-    other_c = q.conventions(record.config.max_length)
-    other = recomputed(key, record, other_c) if other_c is not None else None
+
+
+def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], record: StepRecord, own: Recomputed,
+                        other: Recomputed | None) -> RecordScreen:
+    """The screen from the step recomputed under the record's own conventions (`own`) and, for the
+    what-if, under the URL's (`other`, None without one): computed before, by the page."""
+    q = state.kind
+    check_place(record, q)
+    group = record.groups[q.group]
     metric = q.metric or ("change" if other is not None and state.step_id == "loss" else STEP_METRIC[state.step_id])
     if metric == "change" and other is None:
         metric = "grad"

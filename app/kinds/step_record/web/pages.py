@@ -1,10 +1,12 @@
 """A recorded step's page: the same URL and template as any walkthrough, its numbers recomputed
-from the record (engine/). Thin: parsing and building live in views/screen.py."""
+from the record (engine/). One way: the URL is read, the engine recomputes (or its cache answers),
+then views/screen.py builds the screen from those results."""
 from __future__ import annotations
 
 from app.kinds.step_record.domain.record import StepRecord
+from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.views.record_query import BadRecordView, read_record_query
-from app.kinds.step_record.views.screen import BadRecordPlace, build_record_screen
+from app.kinds.step_record.views.screen import BadRecordPlace, build_record_screen, check_place
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.errors import NotFound
 from app.web.kind import StepRequest
@@ -20,7 +22,12 @@ def step_page(asked: StepRequest):
         q = read_record_query(query)
         state = ViewState.parse(snapshot, asked.walkthrough_id, asked.step_id, expanded=query.get("expanded"),
                                 node=query.get("node"), view=query.get("view"), kind=q)
-        screen = build_record_screen(snapshot, state, asked.entry.id, record)
+        check_place(record, q)
     except (UnknownViewPart, BadRecordView, BadRecordPlace) as exc:
         raise NotFound(str(exc)) from None
+    # One way: the engine's results first (kept per record and conventions), then the screen from them.
+    own = recomputed(asked.entry.id, record)
+    what_if = q.conventions(record.config.max_length)
+    other = recomputed(asked.entry.id, record, what_if) if what_if is not None else None
+    screen = build_record_screen(snapshot, state, record, own, other)
     return step_response(request, screen, step_context(screen, asked.catalog))

@@ -13,12 +13,10 @@ from pydantic import ValidationError
 from app.domain.snapshot import Snapshot
 from app.domain.training_paths import OLD_URL_KEYS, PATH_IDS, URL_KEY, canonical_path_id
 from app.engine.grpo.token_records import TensorSummary
-from app.engine.jobs.client import JOBS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
+from app.kinds.tiny_lm.engine.step_inputs import PathInputs, TokenInputs
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
-from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.kinds.tiny_lm.views import urls as lm_urls
 from app.kinds.tiny_lm.views.dr_grpo_view import build_dr_grpo_view
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
@@ -164,10 +162,11 @@ class TinyLMScreen(Screen):
                                            TokenQuery(TokenParams(), None, None, 0, 0)))
 
 
-def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> TinyLMScreen:
+def build_token_screen(snapshot: Snapshot, state: ViewState[TokenQuery], inputs: TokenInputs) -> TinyLMScreen:
+    """The screen from the page's finished results (`inputs`, engine/step_inputs.py)."""
     q = state.kind
-    assert isinstance(q, TokenQuery)
-    result = run_token_step(q.params, device)
+    result = inputs.result
+    assert result is not None, "a step page obtains its step"
     panel = build_token_panel(result, state.step_id, q.metric)
     node = result.nodes.get(state.node) if state.node else None
     attention = _attention(result, state.node, q)
@@ -178,8 +177,8 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> Tin
         return state.with_kind(**change).url(snapshot)
 
     heads = attention.heads if attention else 0
-    paths = path_panel(state.walkthrough_id, q, device, {p: url(path=p, overlay=False) + "#lm-path-panel"
-                                                         for p in PATH_IDS},
+    paths = path_panel(state.walkthrough_id, q, inputs.paths, {p: url(path=p, overlay=False) + "#lm-path-panel"
+                                                               for p in PATH_IDS},
                        url(overlay=True) + "#lm-path-panel" if q.path else None)
     form = (q.form or TokenForm.from_params(q.params)).for_path(paths.title if q.path else None)
     token = TokenScreen(
@@ -195,29 +194,26 @@ def build_token_screen(snapshot: Snapshot, state: ViewState, device: str) -> Tin
                         inspector, token=token)
 
 
-def path_panel(walkthrough_id: str, q: TokenQuery, device: str, urls: dict[str, str],
+def path_panel(walkthrough_id: str, q: TokenQuery, runs: PathInputs | None, urls: dict[str, str],
                overlay_url: str | None = None) -> PathPanel:
-    """The process selector; choosing a path submits its job (or finds it in the store, done or not),
-    for R1-Zero also the same run under Dr. GRPO's conventions, in overlay mode every path's."""
-    if not q.path:
+    """The process selector, from the chosen path's jobs as the page found them (`runs`): for
+    R1-Zero also the same run under Dr. GRPO's conventions, in overlay mode every path's."""
+    if not q.path or runs is None:
         return build_path_panel(None, None, None, urls, None)
-    seed = q.params.seed
-    job = JOBS.submit(TASK, path_params(q.path, seed, device))
-    box = {"seed": str(seed)}
+    box = {"seed": str(q.params.seed)}
     poll = lm_urls.lm_path(walkthrough_id, q.path, {**box, OVERLAY_KEY: OVERLAY_ALL} if q.overlay else box)
     retry = lm_urls.lm_path(walkthrough_id, q.path, box)
+    main = runs.run
     if q.overlay:
-        jobs = {p: job if p == q.path else JOBS.submit(TASK, path_params(p, seed, device)) for p in PATH_IDS}
-        overlay = build_overlay(jobs, {p: JOBS.result(j) for p, j in jobs.items()}, urls)
-        return build_path_panel(q.path, job, JOBS.result(job), urls, poll, retry, overlay=overlay,
+        overlay = build_overlay({p: r.job for p, r in runs.overlay.items()},
+                                {p: r.result for p, r in runs.overlay.items()}, urls)
+        return build_path_panel(q.path, main.job, main.result, urls, poll, retry, overlay=overlay,
                                 overlay_url=overlay_url, single_url=urls[q.path])
-    result = JOBS.result(job)
     dr = None
-    if q.path == "r1-zero" and result is not None:  # after the main run: the runner takes them in turn
-        dr_job = JOBS.submit(TASK, path_params(q.path, seed, device, conventions=DR_GRPO))
-        dr = build_dr_grpo_view(result, dr_job, JOBS.result(dr_job), poll,
+    if runs.dr_grpo is not None and main.result is not None:
+        dr = build_dr_grpo_view(main.result, runs.dr_grpo.job, runs.dr_grpo.result, poll,
                                 lm_urls.lm_path(walkthrough_id, q.path, {**box, "compare": DR_GRPO.preset}))
-    return build_path_panel(q.path, job, result, urls, poll, retry, dr=dr, overlay_url=overlay_url)
+    return build_path_panel(q.path, main.job, main.result, urls, poll, retry, dr=dr, overlay_url=overlay_url)
 
 
 def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str | None = None) -> str:

@@ -13,6 +13,7 @@ from app.engine.jobs.client import JOBS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
+from app.kinds.tiny_lm.engine.step_inputs import obtain, obtain_paths
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.views import urls
 from app.kinds.tiny_lm.views.screen import (
@@ -45,9 +46,11 @@ def step_page(asked: StepRequest):
         q = read_token_query(query)
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
                                 node=query.get("node"), view=query.get("view"), kind=q)
-        screen = build_token_screen(snapshot, state, dev)
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
+    # One way: the engine's results first (the step, cached; the chosen path's jobs, as the store has
+    # them), then the screen from them, then the template.
+    screen = build_token_screen(snapshot, state, obtain(q.params, dev, q.path, q.overlay))
     context = step_context(screen, cat)
     if q.form is not None:
         return refused_form(request, FORM, "token-form", context)
@@ -81,7 +84,8 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
     def page(**change) -> str:
         return URLS.step(walkthrough_id, step, replace(q, **change).query()) + "#lm-path-panel"
 
-    panel = path_panel(walkthrough_id, q, dev, {p: page(path=p, overlay=False) for p in PATH_IDS}, page(overlay=True))
+    runs = obtain_paths(path, seed, dev, overlay is not None)
+    panel = path_panel(walkthrough_id, q, runs, {p: page(path=p, overlay=False) for p in PATH_IDS}, page(overlay=True))
     return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},
                   headers={"Cache-Control": NO_STORE} if panel.running else None)
 

@@ -5,17 +5,20 @@ from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.process_jobs import process_run
+from app.kinds.toy.engine.processes import ProcessRun
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.engine.stage_step import stage_step
 
 
 def step_for_view(params: GRPOParams, device: str, processes: ProcessCatalog | None,
-                  process_id: str | None = None, stage_id: str | None = None) -> StepResult:
+                  process_id: str | None = None, stage_id: str | None = None,
+                  run: ProcessRun | None = None) -> StepResult:
     """With a training path: its stage's last training step (seed and prompt apply; the stage
-    keeps its own G, ε, β). Without: the walkthrough's GRPO step with all of `params`.
-    KeyError for an unknown process or stage (callers validate ids first)."""
+    keeps its own G, ε, β), from `run` when the caller has the path's run already. Without: the
+    walkthrough's GRPO step with all of `params`. KeyError for an unknown process or stage
+    (callers validate ids first)."""
     if process_id is None or processes is None:
         return run_grpo_step(params, device)
     process = processes.get(process_id)
     stage = process.stage(stage_id) if stage_id is not None else process.default_stage
-    return stage_step(process_run(processes, process.id, params.seed), stage.id, params.prompt)
+    return stage_step(run or process_run(processes, process.id, params.seed), stage.id, params.prompt)

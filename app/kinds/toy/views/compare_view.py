@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
 from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES
 from app.engine.runtime.records import NodeRecord
-from app.kinds.toy.engine.compare import Comparison, GradChange, compare_step, flatten
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
+from app.kinds.toy.engine.compare import Comparison, GradChange, flatten
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.step_inputs import ToyInputs
 from app.kinds.toy.views import urls
 from app.kinds.toy.views.compare_form import ENTER_PRESET, CaseLink, CompareForm, case_links, compare_form
 from app.kinds.toy.views.compare_marks import GradMark, change_detail, change_tag, grad_marks
@@ -233,7 +233,8 @@ def _node(screen: ToyScreen, c: Comparison) -> NodeCompare | None:
     return NodeCompare(node_id, change, change_tag(change), change_detail(change), c.b.nodes[node_id])
 
 
-def build_compare_view(screen: ToyScreen, request: CompareRequest, device: str) -> CompareView:
+def build_compare_view(screen: ToyScreen, request: CompareRequest, inputs: ToyInputs) -> CompareView:
+    """Compare mode from the page's finished results: side B's step is `inputs.comparison`."""
     state = screen.state
     base = CompareView(
         on=request.on, form=compare_form(screen, request, state.kind.compare), cases=case_links(screen),
@@ -246,10 +247,10 @@ def build_compare_view(screen: ToyScreen, request: CompareRequest, device: str) 
         return replace(base, note="Compare mode compares the walkthrough's own GRPO step; a training "
                        "path's stage runs with its own settings.",
                        note_url=screen.url(state.with_kind(process=None, stage=None)))
-    try:
-        comparison = compare_step(state.kind.params, b, device)
-    except TrainingDiverged as exc:
-        return replace(base, error=str(exc))
+    if inputs.compare_error is not None:
+        return replace(base, error=inputs.compare_error)
+    comparison = inputs.comparison
+    assert comparison is not None, "the page obtains side B whenever Compare mode is on"
     a_words, b_words = _words(state.kind.params, b)
     swapped = GRPOParams(**{**state.kind.params.model_dump(), **b.model_dump()})
     return replace(

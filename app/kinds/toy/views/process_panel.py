@@ -4,6 +4,7 @@ Built from the engine's runs (docs/design.md §4); every chart is finished here.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.domain.snapshot import Snapshot
@@ -11,11 +12,11 @@ from app.domain.training_paths import PathChoice
 from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
 from app.kinds.toy.domain.rewards import role_rewards
 from app.kinds.toy.domain.toy_task import ROLE_LABELS
-from app.kinds.toy.engine.process_jobs import process_run
-from app.kinds.toy.engine.processes import METRICS_NOTE, StageRun
+from app.kinds.toy.engine.processes import METRICS_NOTE, ProcessRun, StageRun
 from app.kinds.toy.views.charts.comparison import ComparisonChart, comparison
 from app.kinds.toy.views.charts.pipeline import Pipeline, kind_label, pipeline
 from app.kinds.toy.views.charts.stage_curves import stage_curves
+from app.kinds.toy.views.view_state import ToyState
 from app.views.charts.line_charts import LineChart
 from app.views.numbers import significant
 from app.views.view_state import ViewState
@@ -89,7 +90,9 @@ def stage_card(run: StageRun) -> StageCard:
                      tuple(stage_curves(run)), sampling_note(run))
 
 
-def build_process_panel(snapshot: Snapshot, state: ViewState, processes: ProcessCatalog) -> ProcessPanel:
+def build_process_panel(snapshot: Snapshot, state: ViewState[ToyState], processes: ProcessCatalog,
+                        runs: Mapping[str, ProcessRun]) -> ProcessPanel:
+    """`runs`: every path's run, obtained by the page when a path is chosen (engine/step_inputs.py)."""
     seed = state.kind.params.seed
     options = [PathChoice("", NO_PROCESS_TITLE, 
                                state.with_kind(process=None, stage=None).url(snapshot), state.kind.process is None)]
@@ -100,7 +103,7 @@ def build_process_panel(snapshot: Snapshot, state: ViewState, processes: Process
     links: tuple[StageLink, ...] = ()
     if state.kind.process:
         process = processes.get(state.kind.process)
-        run = process_run(processes, process.id, seed)
+        run = runs[process.id]
         shown = process.stage(state.kind.stage) if state.kind.stage else process.default_stage
         drawn = pipeline(process, shown.id)
         # the default stage's link names no stage: one URL per view
@@ -110,7 +113,7 @@ def build_process_panel(snapshot: Snapshot, state: ViewState, processes: Process
                       for s in process.stages)
         card = stage_card(run.stage(shown.id))
         # The plain walkthrough step should not pay for three training runs: only with a path chosen.
-        finals = [(processes.get(pid), process_run(processes, pid, seed).final) for pid in processes.ids]
+        finals = [(processes.get(pid), runs[pid].final) for pid in processes.ids]
         compared = Comparison(seed, METRICS_NOTE, comparison(finals),
                               tuple((p.title, p.paper_result) for p, _ in finals))
     hidden = {k: v for k, v in state.query(snapshot).items() if k not in ("process", "stage")}

@@ -8,10 +8,9 @@ from typing import ClassVar
 
 from app.domain.snapshot import Snapshot
 from app.kinds.toy.domain.process_spec import ProcessCatalog
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
-from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.engine.step_inputs import ToyInputs
 from app.kinds.toy.views import urls
 from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
 from app.kinds.toy.views.inspector import build_toy_inspector
@@ -52,8 +51,7 @@ class ToyScreen(Screen):
 
     @property
     def own(self) -> ToyState:
-        state = self.state.kind
-        assert isinstance(state, ToyState)
+        state: ToyState = self.state.kind
         return state
 
     @property
@@ -99,18 +97,14 @@ def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:
                 f"({result.history.get('reward_rule', 'the reward rule')}) feed the advantages."))}
 
 
-def build_screen(snapshot: Snapshot, state: ViewState, device: str, form: ParamForm | None = None,
+def build_screen(snapshot: Snapshot, state: ViewState[ToyState], inputs: ToyInputs, form: ParamForm | None = None,
                  processes: ProcessCatalog | None = None) -> ToyScreen:
+    """The screen from the page's finished results (`inputs`, engine/step_inputs.py)."""
     own = state.kind
-    assert isinstance(own, ToyState)
-    result, run_error = None, None
-    try:
-        result = step_for_view(own.params, device, processes, own.process, own.stage)
-    except TrainingDiverged as exc:
-        run_error = str(exc)
+    result, run_error = inputs.result, inputs.run_error
     shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
     inspector = build_toy_inspector(snapshot, state.node, result, state.step_id) if state.node else None
-    panel = build_process_panel(snapshot, state, processes) if processes is not None else None
+    panel = build_process_panel(snapshot, state, processes, inputs.runs) if processes is not None else None
     return ToyScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state, shapes),
                      inspector, _annotations(result), result=result, run_error=run_error,
                      form=form or ParamForm.from_params(own.params), panel=panel)

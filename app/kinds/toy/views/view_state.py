@@ -41,9 +41,10 @@ def parse_view(snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
                expanded: str | None, node: str | None, params: GRPOParams,
                process: str | None = None, stage: str | None = None,
                processes: ProcessCatalog | None = None, view: str | None = None,
-               compare: Conventions | None = None) -> ViewState:
+               compare: Conventions | None = None) -> ViewState[ToyState]:
     """The shared view state with the toy's part, the training path and stage checked."""
-    state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=expanded, node=node, view=view)
+    state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=expanded, node=node, view=view,
+                            kind=ToyState(params, None, None, compare))
     process, stage = process or None, stage or None
     if process is not None:
         if processes is None or process not in processes.ids:
@@ -55,11 +56,10 @@ def parse_view(snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
             stage = None  # the default: one URL per view
     elif stage is not None:
         raise UnknownViewPart(f"Stage {stage!r} needs a training path (process=...).")
-    return ViewState(state.walkthrough_id, state.step_id, state.expanded, state.node, state.overview,
-                     ToyState(params, process, stage, compare))
+    return state.with_kind(process=process, stage=stage)
 
 
-def view_for_step(snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState:
+def view_for_step(snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState[ToyState]:
     return parse_view(snapshot, walkthrough_id, step_id, expanded=None, node=None, params=params)
 
 

@@ -1,10 +1,12 @@
 """The toy's step page: the shared page and view templates, its numbers from the toy's engine.
-Thin: parsing and building live in views/ (view_state.py, screen.py, compare_view.py)."""
+Thin, and one way: the URL is parsed (views/view_state.py), the engine obtains every number the page
+needs (engine/step_inputs.py), then the views build the screen from them (screen.py, compare_view.py)."""
 from __future__ import annotations
 
 from pydantic import ValidationError
 
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step_inputs import obtain
 from app.kinds.toy.views.compare_view import build_compare_view
 from app.kinds.toy.views.form import FORM_FIELDS, ParamForm
 from app.kinds.toy.views.screen import build_screen
@@ -40,8 +42,13 @@ def step_page(asked: StepRequest):
                                 compare=compare.conventions)
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
-    screen = build_screen(snapshot, state, dev, invalid_form, processes)
-    context = step_context(screen, cat, build_compare_view(screen, compare, dev))
+    # One way: the engine's results first (a step, a path's runs, Compare's side B; cached or from
+    # the job store), then the screen and the Compare panel from them, then the template.
+    own = state.kind
+    inputs = obtain(own.params, dev, processes, own.process, own.stage,
+                    own.compare if compare.on and own.compare is not None else None)
+    screen = build_screen(snapshot, state, inputs, invalid_form, processes)
+    context = step_context(screen, cat, build_compare_view(screen, compare, inputs))
     if invalid_form is not None:
         return refused_form(request, FORM, "param-form", context)
     if compare.errors:  # the compare form names each refused vs_ parameter

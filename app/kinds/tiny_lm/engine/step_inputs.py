@@ -1,0 +1,64 @@
+"""Everything one tiny-LM page's numbers come from, obtained once before its screen is built: the
+token-level GRPO step, and with a training path chosen its job (submitted, or found in the store,
+done or not), in overlay mode every path's, and for R1-Zero the same run under Dr. GRPO's
+conventions once the main run is done. The page asks for this (web/pages.py), then the views build
+the screen from it: they never run or wait.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.job_store import JobRecord
+from app.domain.training_paths import PATH_IDS
+from app.engine.jobs.client import JOBS
+from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
+from app.kinds.tiny_lm.engine.params import TokenParams
+from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
+from app.kinds.tiny_lm.engine.token_records import TokenStepResult
+from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+
+
+@dataclass(frozen=True)
+class PathRun:
+    """One path's job as the store has it now, and its result once done (None before)."""
+    job: JobRecord
+    result: Any | None
+
+
+@dataclass(frozen=True)
+class PathInputs:
+    path: str
+    run: PathRun
+    overlay: Mapping[str, PathRun] = field(default_factory=dict)  # every path's, in overlay mode
+    dr_grpo: PathRun | None = None  # R1-Zero under Dr. GRPO's conventions, after the main run
+
+
+@dataclass(frozen=True)
+class TokenInputs:
+    result: TokenStepResult | None  # None for the paths box alone
+    paths: PathInputs | None = None
+
+
+def _run(job: JobRecord) -> PathRun:
+    return PathRun(job, JOBS.result(job))
+
+
+def obtain_paths(path: str | None, seed: int, device: str, overlay: bool) -> PathInputs | None:
+    """Choosing a path submits its job (never a second run of one job); in overlay mode every path's."""
+    if not path:
+        return None
+    main = _run(JOBS.submit(TASK, path_params(path, seed, device)))
+    if overlay:
+        runs = {p: main if p == path else _run(JOBS.submit(TASK, path_params(p, seed, device))) for p in PATH_IDS}
+        return PathInputs(path, main, runs)
+    dr = None
+    if path == "r1-zero" and main.result is not None:  # after the main run: the runner takes them in turn
+        dr = _run(JOBS.submit(TASK, path_params(path, seed, device, conventions=DR_GRPO)))
+    return PathInputs(path, main, dr_grpo=dr)
+
+
+def obtain(params: TokenParams, device: str, path: str | None, overlay: bool) -> TokenInputs:
+    """The step (cached per parameters and device) and the chosen path's jobs."""
+    return TokenInputs(run_token_step(params, device), obtain_paths(path, params.seed, device, overlay))
