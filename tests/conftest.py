@@ -79,9 +79,10 @@ def job_client(tmp_path):
     for view tests that wait on a training run without building an app. Put back after the test
     (tests/isolation.py), so no later test finds it configured."""
     from app.engine.jobs.client import JOBS
+    from app.house import registry
     from app.web.jobs_setup import configure_jobs
 
-    configure_jobs(Settings(data_dir=tmp_path / "data", device="cpu"))
+    configure_jobs(Settings(data_dir=tmp_path / "data", device="cpu"), registry().tasks)
     return JOBS
 
 

@@ -11,44 +11,28 @@ gradient, so that a clipped token that still moves says why.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from app.engine.grpo.token_records import CompletionRecord, TokenRecord
-from app.views.numbers import ratio, readout, significant
-
-
-@dataclass(frozen=True)
-class Metric:
-    id: str  # also what `shown` names to reveal it
-    label: str  # the strip's name
-    explain: str  # one sentence: what the number under each token is
-    value: Callable[[TokenRecord, CompletionRecord], float]
-    centre: float = 0.0  # bars grow up (above) or down (below) from here
-    log_scale: bool = False  # ratios: 2× and ½× are the same distance from 1
-    spell: Callable[[float], str] = lambda v: significant(v, 2, strip=True)  # the card has 4 digits
-
+from app.views.numbers import ratio, readout
+from app.views.tokens.metrics import ADVANTAGE, GRAD, KL, RATIO, WEIGHT, Metric, scale
 
 METRICS = {m.id: m for m in (
-    Metric("logp_old", "log π_old", "log-probability the sampling model gave the token (0 = certain).",
-           lambda t, c: t.logp_old),
+    Metric("logp_old", "log π_old", "log-probability the sampling model gave the token (0 = certain)."),
     Metric("reward", "reward r", "the completion's reward under the rule in force, the same for each of its tokens "
-           "(its parts are beside the completion).", lambda t, c: c.reward),
-    Metric("advantage", "advantage A", "the completion's advantage, the same for each of its tokens.",
-           lambda t, c: c.advantage),
-    Metric("ratio", "ratio ρ", "π_θ/π_old of the token; ✂ marks a token whose clip binds (no push from the "
-           "surrogate).", lambda t, c: t.ratio, centre=1.0, log_scale=True, spell=lambda v: ratio(v)),
-    Metric("kl", "KL", "the per-token KL estimate against the reference (0 where they agree).",
-           lambda t, c: t.kl),
-    Metric("weight", "weight w", "the token's share of the loss under the aggregation in force.",
-           lambda t, c: t.weight),
-    Metric("grad", "∂loss/∂log π", "how hard the loss pushes the token's log-probability "
-           "(negative: gradient descent makes the token more likely).", lambda t, c: t.grad),
+           "(its parts are beside the completion)."),
+    ADVANTAGE, replace(RATIO, spell=lambda v: ratio(v)), KL, WEIGHT, GRAD,
     Metric("delta", "Δ log π", "change in the token's log-probability after one optimiser step "
-           "(positive: more likely).", lambda t, c: t.delta_logp),
+           "(positive: more likely)."),
 )}
+# Each metric's number, read from a token record and its completion
+VALUES: dict[str, Callable[[TokenRecord, CompletionRecord], float]] = {
+    "logp_old": lambda t, c: t.logp_old, "reward": lambda t, c: c.reward, "advantage": lambda t, c: c.advantage,
+    "ratio": lambda t, c: t.ratio, "kl": lambda t, c: t.kl, "weight": lambda t, c: t.weight,
+    "grad": lambda t, c: t.grad, "delta": lambda t, c: t.delta_logp,
+}
 CLIP_METRICS = ("ratio", "kl", "weight", "grad", "delta")  # strips where a binding clip explains the number
 AGGREGATION_TITLES = {"sample_mean": "mean per completion, then over the group (GRPO paper)",
                       "token_mean": "mean over all tokens of the group (DAPO, TRL, verl)",
@@ -164,15 +148,6 @@ def _card(t: TokenRecord, c: CompletionRecord, shown: Collection[str], kl_grad: 
     return tuple(card)
 
 
-def _scale(metric: Metric, values: list[float]) -> Callable[[float], float]:
-    def moved(v: float) -> float:
-        if metric.log_scale:
-            return math.log(max(v, 1e-300)) - math.log(metric.centre)
-        return v - metric.centre
-    top = max((abs(moved(v)) for v in values), default=0.0)
-    return (lambda v: 0.0) if top == 0 else (lambda v: moved(v) / top)
-
-
 def _contrast(result: TokenGroup) -> LengthContrast | None:
     """The shortest and the longest completion with the same sign of advantage (prefer negative:
     a short wrong answer against a long wrong one), if their lengths differ."""
@@ -216,8 +191,8 @@ def build_token_panel(result: TokenGroup, step_id: str, metric_id: str | None = 
     the KL term's part of ∂loss/∂log π; `ratio_bounds`: the clip bounds ratios are printed apart from."""
     metric = METRICS[metric_id or default_metric]
     revealed = frozenset(METRICS if shown is None else (*shown, metric.id))
-    values = [metric.value(t, c) for c in result.completions for t in c.tokens]
-    scale = _scale(metric, values)
+    value = VALUES[metric.id]
+    bar = scale(metric, [value(t, c) for c in result.completions for t in c.tokens])
     marks_clip = metric.id in CLIP_METRICS and "ratio" in revealed
     spell = (lambda v: ratio(v, ratio_bounds)) if metric.id == "ratio" else metric.spell
     rows = []
@@ -225,8 +200,8 @@ def build_token_panel(result: TokenGroup, step_id: str, metric_id: str | None = 
         cells = []
         for k, t in enumerate(c.tokens):
             kl = kl_grads[i][k] if kl_grads else None
-            v = metric.value(t, c)
-            cells.append(TokenCell(t.text, v, spell(v), scale(v), t.clip_active and marks_clip,
+            v = value(t, c)
+            cells.append(TokenCell(t.text, v, spell(v), bar(v), t.clip_active and marks_clip,
                                    _card(t, c, revealed, kl, ratio_bounds),
                                    bool(t.clip_active and kl and {"ratio", "kl"} <= revealed)))
         verdict = "" if "reward" not in revealed else (verdicts[i] if verdicts else parts_verdict(c))

@@ -11,8 +11,8 @@ import numpy as np
 
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.recompute import Recomputed
-from app.kinds.step_record.views.token_window import visible
 from app.views.numbers import ratio, readout
+from app.views.tokens.metrics import visible
 
 # url(step id, group, completion, token position) -> a link into the page
 Link = Callable[[str, int, int, int], str]

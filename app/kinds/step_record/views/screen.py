@@ -25,10 +25,11 @@ from app.kinds.step_record.views.diagnostics import Finding, diagnostics
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
 from app.kinds.step_record.views.record_query import WINDOW, RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
-from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window, visible
+from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
+from app.views.tokens.metrics import visible
 from app.views.urls import URLS
 from app.views.view_state import ViewState
 

@@ -17,39 +17,18 @@ import numpy as np
 from app.kinds.step_record.engine.recompute import CompletionResult, Recomputed
 from app.kinds.step_record.views.record_query import WINDOW
 from app.views.numbers import ratio, readout
+from app.views.tokens.metrics import ADVANTAGE, GRAD, KL, RATIO, WEIGHT, Metric, visible
 
 BIN = 64  # tokens per cell of the overview strip
 
 
-@dataclass(frozen=True)
-class Metric:
-    id: str
-    label: str
-    explain: str
-    centre: float = 0.0
-    log_scale: bool = False
-
-
 METRICS = {m.id: m for m in (
     Metric("logprob", "log π", "the log-probability the trained model gave the token at loss time (0 = certain)."),
-    Metric("advantage", "advantage A", "the completion's advantage, the same for each of its tokens."),
-    Metric("ratio", "ratio ρ", "π_θ/π_old of the token; ✂ marks a token whose clip binds (no push from the "
-                               "surrogate).", centre=1.0, log_scale=True),
-    Metric("kl", "KL", "the per-token estimate of KL(π_θ ‖ π_ref) (0 where they agree)."),
-    Metric("weight", "weight w", "the token's share of the loss under the aggregation in force."),
-    Metric("grad", "∂loss/∂log π", "how hard the loss pushes the token's log-probability (negative: a descent "
-                                   "step makes the token more likely)."),
+    ADVANTAGE, RATIO, KL, WEIGHT, GRAD,
     Metric("entropy", "entropy H", "the policy's entropy at the token's position, as the framework recorded it."),
     Metric("change", "Δ ∂loss/∂log π", "the what-if convention's gradient minus the record's: how the other "
                                        "convention would have pushed this token differently."),
 )}
-
-
-def visible(text: str) -> str:
-    """A token as it reads on screen: a space is ·, a newline ↵, a tab →; nothing vanishes."""
-    if text == "":
-        return "∅"
-    return text.replace(" ", "·").replace("\n", "↵").replace("\t", "→").replace("\r", "␍")
 
 
 def values(metric: str, c: CompletionResult, entropy: np.ndarray | None,
@@ -95,14 +74,14 @@ def _spell(metric: Metric, v: float) -> str:
 
 
 def _bar(metric: Metric, v: float, top: float) -> float:
-    moved = math.log(max(v, 1e-300)) if metric.log_scale else v - metric.centre
-    return 0.0 if top == 0 else max(-1.0, min(1.0, moved / top))
+    return 0.0 if top == 0 else max(-1.0, min(1.0, metric.moved(v) / top))
 
 
 def _top(metric: Metric, v: np.ndarray) -> float:
+    """The farthest value from the centre (vectorised Metric.moved: a completion may be 65,536 tokens)."""
     if v.size == 0:
         return 0.0
-    moved = np.log(np.maximum(v, 1e-300)) if metric.log_scale else v - metric.centre
+    moved = np.log(np.maximum(v, 1e-300)) - math.log(metric.centre) if metric.log_scale else v - metric.centre
     return float(np.abs(moved).max())
 
 
@@ -164,7 +143,7 @@ def build_strip(result: Recomputed, rows: list[int], metric_id: str, entropy: li
         if metric_id == "ratio":
             v = (c.clip_low | c.clip_high).astype(float) * np.sign(c.advantage or 1.0)
         elif metric.log_scale:
-            v = np.log(np.maximum(v, 1e-300))
+            v = np.log(np.maximum(v, 1e-300)) - math.log(metric.centre)
         else:
             v = v - metric.centre
         pad = (-len(v)) % BIN
