@@ -14,14 +14,13 @@ import pytest
 import torch
 from reproduce_cache import kept
 
-from app.kinds.tiny_lm.domain.arith_task import encode
+from app.kinds.tiny_lm.domain.arith_task import END, PAD, TOKEN_ID, encode
 from app.kinds.tiny_lm.domain.sums_task import SIZES, make_sum_prompts
 from app.kinds.tiny_lm.engine import lm_paths
 from app.kinds.tiny_lm.engine.base_training import load_base
 from app.kinds.tiny_lm.engine.lm_paths import PATH_IDS, PATH_TITLES, PathResult, run_path
 from app.kinds.tiny_lm.engine.lm_plans import BASE_CHECKPOINT, DR_GRPO, STUDENT
-from app.kinds.tiny_lm.engine.lm_rollout import sample_groups
-from app.kinds.tiny_lm.engine.lm_sampling import sample_group
+from app.kinds.tiny_lm.engine.lm_sampling import sample_group, sample_groups
 from app.kinds.tiny_lm.engine.lm_stages import MAX_NEW
 from app.kinds.tiny_lm.engine.sums_base import STUDENT_CHECKPOINT
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
@@ -74,12 +73,39 @@ def test_the_student_is_smaller():
     assert (student, base) == (62_880, 108_416) and TinyLM(STUDENT).cfg == lm_paths.student_start().cfg
 
 
-def test_batched_sampling_draws_what_sample_group_draws():
+@torch.no_grad()
+def plain_sampling(model, prompt_ids, group_size, max_new, seed):
+    """The reference: one prompt, the whole sequence through TinyLM.forward for every new token
+    (no cache, no batch of prompts), the same seeded draws."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.tensor([prompt_ids] * group_size)
+    done = torch.zeros(group_size, dtype=torch.bool)
+    mask = torch.zeros(group_size, max_new)
+    for t in range(max_new):
+        logits = model(ids)[:, -1]
+        logits[:, TOKEN_ID[PAD]] = float("-inf")
+        token = torch.multinomial(torch.softmax(logits.double(), dim=-1), 1, generator=gen).squeeze(-1)
+        token = torch.where(done, torch.full_like(token, TOKEN_ID[PAD]), token)
+        mask[:, t] = (~done).to(mask.dtype)
+        ids = torch.cat([ids, token.unsqueeze(-1)], dim=1)
+        done |= token == TOKEN_ID[END]
+        if bool(done.all()):
+            return ids, mask[:, :t + 1]
+    return ids, mask
+
+
+def test_the_one_sampling_loop_draws_what_a_plain_loop_draws():
+    """The KV-cached, batched loop (lm_sampling.sample_groups, behind sample_group too) gives the
+    tokens a plain full-sequence loop gives, prompt by prompt, for the same seed."""
     model = load_base(BASE_CHECKPOINT)
-    for i, prompt in enumerate(make_sum_prompts(6, seed=3)):
+    prompts = make_sum_prompts(6, seed=3)
+    for i, prompt in enumerate(prompts):
+        ids, mask = plain_sampling(model, encode(prompt.text), 8, MAX_NEW, seed=i)
         one = sample_group(model, encode(prompt.text), 8, MAX_NEW, seed=i)
-        (bucket,) = sample_groups(model, [encode(prompt.text)], 8, MAX_NEW, seed=i)
-        assert torch.equal(one.ids, bucket.group.ids) and torch.equal(one.mask, bucket.group.mask)
+        assert torch.equal(one.ids, ids) and torch.equal(one.mask, mask)
+    # several prompts of one length in one bucket: each prompt's rows are its own group's draws
+    (bucket,) = sample_groups(model, [encode(p.text) for p in prompts[:1]] * 2, 4, MAX_NEW, seed=11)
+    assert bucket.members == (0, 1) and bucket.group.ids.shape[0] == 8
 
 
 @pytest.mark.reproduce

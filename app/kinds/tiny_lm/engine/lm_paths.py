@@ -58,7 +58,7 @@ from app.kinds.tiny_lm.engine.lm_plans import (
     prompt_sets,
     scaled,
 )
-from app.kinds.tiny_lm.engine.lm_rollout import sample_groups
+from app.kinds.tiny_lm.engine.lm_sampling import sample_groups
 from app.kinds.tiny_lm.engine.lm_stages import MAX_NEW, grpo_stage, rejection_sample, sft_stage
 from app.kinds.tiny_lm.engine.sums_base import STUDENT_CHECKPOINT
 from app.kinds.tiny_lm.engine.sums_measure import Stats, by_difficulty, score, stats

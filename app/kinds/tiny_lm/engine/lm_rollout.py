@@ -1,97 +1,11 @@
-"""Rollouts and measurements of the tiny LM for the training paths: many prompts'
-groups sampled in one batch, and one evaluation point on a fixed held-out set.
-
-`sample_groups` is `lm_sampling.sample_group` for several prompts at once: prompts of equal
-length share a batch (a "bucket"), and one generator draws every token, bucket after bucket in
-order of prompt length, with the same draws as `sample_group` (with a single prompt it gives the
-same tokens for the same seed; tested). It keeps each layer's keys and values (a KV cache), so a
-new token costs one position's forward pass instead of the whole sequence's: batched and cached,
-a path samples about 10× faster on a CPU than prompt by prompt.
-"""
+"""Rewards of the tiny LM's rollouts for the training paths (the groups themselves are sampled by
+lm_sampling.sample_groups, the one sampling loop)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import cast
 
-import torch
-from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
-
-from app.kinds.tiny_lm.domain.arith_task import END, PAD, TOKEN_ID, Problem, RewardParts, rewards
-from app.kinds.tiny_lm.engine.lm_sampling import Group
-from app.kinds.tiny_lm.engine.tiny_lm import Block, TinyLM
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """The groups of the prompts `members` (indices into the caller's list), all of one length:
-    rows j·G … j·G + G − 1 of `group` are the completions of prompt members[j]."""
-    members: tuple[int, ...]
-    group: Group
-    group_size: int
-
-    def rows(self, j: int) -> slice:
-        return slice(j * self.group_size, (j + 1) * self.group_size)
-
-
-@torch.no_grad()
-def sample_groups(model: TinyLM, prompts: list[list[int]], group_size: int, max_new: int, seed: int,
-                  temperature: float = 1.0) -> list[Bucket]:
-    """G completions of every prompt, sampled batch by batch of equal prompt length (one seeded
-    CPU generator for the whole call, never the global RNG)."""
-    gen = torch.Generator().manual_seed(seed)
-    device = next(model.parameters()).device
-    buckets = []
-    for length in sorted({len(p) for p in prompts}):
-        members = tuple(i for i, p in enumerate(prompts) if len(p) == length)
-        if length + max_new > model.cfg.block_size + 1:
-            raise ValueError(f"prompt {length} + {max_new} new tokens exceed the model's context")
-        ids = torch.tensor([prompts[i] for i in members for _ in range(group_size)], device=device)
-        rows = len(ids)
-        done = torch.zeros(rows, dtype=torch.bool, device=device)
-        mask = torch.zeros(rows, max_new, device=device)
-        cache: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(model.blocks)
-        for t in range(max_new):
-            fresh = ids if t == 0 else ids[:, -1:]
-            logits = last_logits(model, fresh, ids.shape[1] - fresh.shape[1], cache) / temperature
-            logits[:, TOKEN_ID[PAD]] = float("-inf")
-            probs = torch.softmax(logits.double(), dim=-1).cpu()
-            token = torch.multinomial(probs, 1, generator=gen).squeeze(-1).to(device)
-            token = torch.where(done, torch.full_like(token, TOKEN_ID[PAD]), token)
-            mask[:, t] = (~done).to(mask.dtype)
-            ids = torch.cat([ids, token.unsqueeze(-1)], dim=1)
-            done |= token == TOKEN_ID[END]
-            if bool(done.all()):
-                mask = mask[:, :t + 1]
-                break
-        buckets.append(Bucket(members, Group(ids, mask, length), group_size))
-    return buckets
-
-
-def last_logits(model: TinyLM, ids: torch.Tensor, start: int,
-                cache: list[tuple[torch.Tensor, torch.Tensor] | None]) -> torch.Tensor:
-    """TinyLM.forward's next-token logits (R, V) for tokens `ids` (R, L) at positions start … start + L − 1,
-    given (and extending) each block's keys and values of the positions before `start`."""
-    length = ids.shape[1]
-    x = model.embed(ids) + model.position(torch.arange(start, start + length, device=ids.device))
-    for i, module in enumerate(model.blocks):
-        block = cast(Block, module)
-        attention = block.attention
-        rows, _, width = x.shape
-        heads = attention.n_head
-        q, k, v = attention.qkv(block.norm_1(x)).split(width, dim=2)
-        q, k, v = (u.view(rows, length, heads, width // heads).transpose(1, 2) for u in (q, k, v))
-        earlier = cache[i]
-        if earlier is not None:
-            k, v = torch.cat([earlier[0], k], dim=2), torch.cat([earlier[1], v], dim=2)
-        cache[i] = (k, v)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.shape[-1])
-        scores = scores.masked_fill(~attention.causal[start:start + length, :start + length], float("-inf"))
-        y = (F.softmax(scores, dim=-1) @ v).transpose(1, 2).contiguous().view(rows, length, width)
-        x = x + attention.out(y)
-        x = x + block.mlp(block.norm_2(x))
-    return model.lm_head(model.norm(x[:, -1]))
+from app.kinds.tiny_lm.domain.arith_task import Problem, RewardParts, rewards
+from app.kinds.tiny_lm.engine.lm_sampling import Bucket
 
 
 def bucket_rewards(bucket: Bucket, prompts: Sequence[Problem]) -> list[RewardParts]:

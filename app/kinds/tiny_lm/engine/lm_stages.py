@@ -15,7 +15,8 @@ from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_step import token_grpo_step
 from app.kinds.tiny_lm.domain.arith_task import PAD, TOKEN_ID, encode
 from app.kinds.tiny_lm.domain.sums_task import SumPrompt
-from app.kinds.tiny_lm.engine.lm_rollout import bucket_rewards, sample_groups
+from app.kinds.tiny_lm.engine.lm_rollout import bucket_rewards
+from app.kinds.tiny_lm.engine.lm_sampling import sample_groups
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM, completion_logprobs
 
 OnStep = Callable[[int], None]

@@ -15,7 +15,8 @@ from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
 from app.kinds.tiny_lm.domain.arith_task import encode
 from app.kinds.tiny_lm.domain.sums_task import SumPrompt, habit
-from app.kinds.tiny_lm.engine.lm_rollout import bucket_rewards, sample_groups
+from app.kinds.tiny_lm.engine.lm_rollout import bucket_rewards
+from app.kinds.tiny_lm.engine.lm_sampling import sample_groups
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 
 
