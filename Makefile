@@ -128,7 +128,7 @@ $(PEERS_VENV)/.frameworks-stamp: $(PEERS_VENV)/.torch-stamp
 	$(PEERS_BIN)/pip install --quiet $(foreach spec,$(PEERS_SPEC),'$(spec)')
 	echo '$(PEERS_SPEC)' > $@
 
-# the app with its [trl] extra: peers/test_trl_recorder.py runs the TRL recorder (app/recorders/trl.py)
+# the app with its [trl] extra: peers/test_trl_recorder.py runs the TRL recorder (app/kinds/step_record/recorders/trl.py)
 $(PEERS_VENV)/.app-stamp: pyproject.toml $(PEERS_VENV)/.frameworks-stamp
 	$(PEERS_BIN)/pip install --quiet -e '.[trl]'
 	touch $@

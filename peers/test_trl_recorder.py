@@ -1,4 +1,5 @@
-"""The TRL recorder (app/recorders/trl.py) on real GRPOTrainer runs, checked by the app's recomputation.
+"""The TRL recorder (app/kinds/step_record/recorders/trl.py) on real GRPOTrainer runs, checked by the
+app's recomputation.
 
 Each run is TRL 1.16's own training loop on CPU: a tiny Llama built from a config (hidden 32, two
 layers, saved to a folder so TRL can load its reference model from it) and a byte-level BPE
@@ -41,7 +42,7 @@ from trl import GRPOConfig
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.recompute import recompute
-from app.recorders.trl import RecordingGRPOTrainer
+from app.kinds.step_record.recorders.trl import RecordingGRPOTrainer
 from peers.local_tokenizer import CORPUS, bpe_tokenizer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -248,8 +249,8 @@ def test_configurations_the_record_cannot_hold_are_refused(model_dir, tmp_path):
 def test_the_app_never_needs_trl(monkeypatch):
     for path in (ROOT / "app").rglob("*.py"):
         if "recorders" not in path.parts:
-            assert "app.recorders" not in path.read_text(encoding="utf-8"), path
-    monkeypatch.delitem(sys.modules, "app.recorders.trl")
+            assert "app.kinds.step_record.recorders" not in path.read_text(encoding="utf-8"), path
+    monkeypatch.delitem(sys.modules, "app.kinds.step_record.recorders.trl")
     monkeypatch.setitem(sys.modules, "trl", None)  # as if TRL were not installed
     with pytest.raises(ImportError, match=r"pip install -e '\.\[trl\]'"):
-        import app.recorders.trl  # noqa: F401
+        import app.kinds.step_record.recorders.trl  # noqa: F401

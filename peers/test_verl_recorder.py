@@ -1,4 +1,5 @@
-"""The verl recorder (app/recorders/verl.py) on a real verl 0.9.1 DataProto, checked against verl's own loss.
+"""The verl recorder (app/kinds/step_record/recorders/verl.py) on a real verl 0.9.1 DataProto, checked against
+verl's own loss.
 
 The batch is what verl's actor reads: 2 prompts x 4 responses (uids interleaved, as a shuffled batch
 holds them), left-padded prompts, right-padded ragged responses, a response_mask with a 0 inside one
@@ -43,7 +44,7 @@ from verl.workers.config import ActorConfig, PolicyLossConfig
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
 from app.kinds.step_record.engine.recompute import recompute
-from app.recorders.verl import config_from_verl, write_step_record
+from app.kinds.step_record.recorders.verl import config_from_verl, write_step_record
 from peers.local_tokenizer import CORPUS, bpe_tokenizer
 
 RTOL = 1e-6

@@ -7,7 +7,7 @@ empty.
 
 - The file: bytes of the same record as JSON written the TRL recorder's way (`separators=(",", ":")`),
   in the compact form with float64 arrays (`packed=True`, what is uploaded), with float32 arrays
-  (what app/recorders/trl_record.py writes) and as plain lists.
+  (what app/kinds/step_record/recorders/trl_record.py writes) and as plain lists.
 - Upload: `POST /api/walkthroughs` (multipart `file`), request sent → answer read, one new record
   per step (seeds never uploaded to this store), median; and one upload of the list form.
 - Open time of each step page, in headless Chromium at 1280×720, a fresh context (empty HTTP

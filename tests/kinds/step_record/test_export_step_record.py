@@ -9,7 +9,7 @@ from paths import ROOT
 from app.domain.snapshot import parse_snapshot
 
 COMMITTED = ROOT / "app/kinds/step_record/graph/step_record_head.tensorviz.json"
-STEPS = ROOT / "walkthroughs/steps/step_record.steps.json"
+STEPS = ROOT / "app/kinds/step_record/graph/step_record.steps.json"
 
 
 def test_the_committed_head_graph_is_the_exporters(tmp_path):

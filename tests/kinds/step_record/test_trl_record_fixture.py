@@ -1,6 +1,6 @@
 """A real TRL record (tests/fixtures/trl_step_record.grpo-step.json), opened without TRL.
 
-Written by the TRL recorder (app/recorders/trl.py) in peers/test_trl_recorder.py: step 2 of a CPU
+Written by the TRL recorder (app/kinds/step_record/recorders/trl.py) in peers/test_trl_recorder.py: step 2 of a CPU
 GRPOTrainer run (TRL 1.16.0, loss_type dapo, beta 0.1, num_iterations 2, so the policy had moved
 since sampling and some ratios were clipped). `UPDATE_TRL_FIXTURE=1 make peers` writes it again.
 """

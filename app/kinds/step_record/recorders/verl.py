@@ -1,6 +1,6 @@
 """GRPO step records (docs/reference/step-record.md) from verl 0.9.1's actor batch: one function, one mapping.
 
-    from app.recorders.verl import config_from_verl, write_step_record
+    from app.kinds.step_record.recorders.verl import config_from_verl, write_step_record
     # in RayPPOTrainer.fit, after the actor update (metrics: its actor_output_metrics):
     write_step_record(batch, self.tokenizer, f"records/step-{self.global_steps}.grpo-step.json",
                       step=self.global_steps, model=self.config.actor_rollout_ref.model.path,
@@ -43,8 +43,8 @@ def _verl() -> Any:
     try:
         import verl
     except ImportError as exc:
-        raise ImportError("app.recorders.verl writes records from verl's DataProto; install verl 0.9.1 "
-                          "(pip install verl==0.9.1) in the environment that trains") from exc
+        raise ImportError("app.kinds.step_record.recorders.verl writes records from verl's DataProto; install "
+                          "verl 0.9.1 (pip install verl==0.9.1) in the environment that trains") from exc
     return verl
 
 

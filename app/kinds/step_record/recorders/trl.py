@@ -27,16 +27,17 @@ try:
     import trl
     from trl import GRPOTrainer
 except ImportError as exc:  # the app itself never imports this module
-    raise ImportError("app.recorders.trl records TRL's GRPOTrainer; install TRL 1.16 with "
+    raise ImportError("app.kinds.step_record.recorders.trl records TRL's GRPOTrainer; install TRL 1.16 with "
                       "pip install -e '.[trl]'") from exc
 
 import numpy as np
 
 from app.kinds.step_record.domain.parsing import RecordError
-from app.recorders.trl_record import build_record, refusals, write_record
+from app.kinds.step_record.recorders.trl_record import build_record, refusals, write_record
 
 if not trl.__version__.startswith("1.16."):  # the wrapped methods are TRL's private ones
-    warnings.warn(f"app.recorders.trl was written against TRL 1.16; this is TRL {trl.__version__}", stacklevel=2)
+    warnings.warn(f"app.kinds.step_record.recorders.trl was written against TRL 1.16; this is TRL "
+                  f"{trl.__version__}", stacklevel=2)
 
 ROW_KEY = "_step_record_row"  # (generation, row) of each row, carried through TRL's shuffle and split
 DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float64: "float64"}
