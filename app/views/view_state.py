@@ -1,7 +1,7 @@
 """Everything a screen shows, as URL state: the server keeps none.
 
 A view is (walkthrough, step, expanded modules, selected node, overview) plus the kind's own
-part (`kind`: its parameters and what else its URL holds),
+part (`own`: its parameters and what else its URL holds),
 typed by the kind and written into the URL by it. `expanded` and `node` appear in the URL only
 when they differ from the step's saved view, so a step's plain URL is its saved view and a
 copied URL reopens exactly what was on screen.
@@ -40,18 +40,18 @@ K = TypeVar("K", bound=KindState)
 
 @dataclass(frozen=True)
 class ViewState(Generic[K]):
-    """`kind` is the kind's own part, typed by it: a toy screen reads a ViewState[ToyState]."""
+    """`own` is the kind's own part, typed by it: a toy screen reads a ViewState[ToyState]."""
     walkthrough_id: str
     step_id: str
     expanded: tuple[str, ...]
     node: str | None
     overview: bool
-    kind: K
+    own: K
 
     @classmethod
     def parse(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
               expanded: str | None, node: str | None, view: str | None = None,
-              kind: K) -> ViewState[K]:
+              own: K) -> ViewState[K]:
         try:
             step = snapshot.step(step_id)
         except KeyError:
@@ -70,11 +70,11 @@ class ViewState(Generic[K]):
             raise UnknownViewPart(f"Walkthrough {walkthrough_id!r} has no node {node!r}.")
         saved = step.view.selected_node_ids
         selected = node if node is not None else (saved[0] if saved else None)
-        return ViewState(walkthrough_id, step_id, open_modules, selected, view == OVERVIEW, kind)
+        return ViewState(walkthrough_id, step_id, open_modules, selected, view == OVERVIEW, own)
 
     @classmethod
-    def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, kind: K) -> ViewState[K]:
-        return ViewState.parse(snapshot, walkthrough_id, step_id, expanded=None, node=None, kind=kind)
+    def for_step(cls, snapshot: Snapshot, walkthrough_id: str, step_id: str, own: K) -> ViewState[K]:
+        return ViewState.parse(snapshot, walkthrough_id, step_id, expanded=None, node=None, own=own)
 
     def query(self, snapshot: Snapshot) -> dict[str, str]:
         step = snapshot.step(self.step_id)
@@ -84,7 +84,7 @@ class ViewState(Generic[K]):
         default_node = step.view.selected_node_ids[0] if step.view.selected_node_ids else None
         if self.node != default_node and self.node is not None:
             q["node"] = self.node
-        q.update(self.kind.query())
+        q.update(self.own.query())
         if self.overview:
             q["view"] = OVERVIEW
         return q
@@ -106,8 +106,8 @@ class ViewState(Generic[K]):
 
     def at_step(self, snapshot: Snapshot, step_id: str) -> ViewState[K]:
         """Another step opens at its own saved view; the kind's part (parameters, path) travels along."""
-        return ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.kind)
+        return ViewState.for_step(snapshot, self.walkthrough_id, step_id, self.own)
 
-    def with_kind(self, **changes: Any) -> ViewState[K]:
+    def with_own(self, **changes: Any) -> ViewState[K]:
         """The same view with some of the kind's own values changed (a kind's part is a dataclass)."""
-        return replace(self, kind=replace(cast(Any, self.kind), **changes))
+        return replace(self, own=replace(cast(Any, self.own), **changes))

@@ -111,7 +111,7 @@ def view_only_page(request: Request, walkthrough_id: str, step_id: str, entry: C
     query = request.query_params
     try:
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
-                                node=query.get("node"), view=query.get("view"), kind=NoKindState())
+                                node=query.get("node"), view=query.get("view"), own=NoKindState())
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
     screen = build_view_only_screen(snapshot, state)

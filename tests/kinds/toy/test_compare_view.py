@@ -74,7 +74,7 @@ def test_view_state_keeps_compare_mode_everywhere():
     assert s.query(SEED)["vs_preset"] == "trl"
     for moved in (s.selecting("ratio"), s.toggled("clipped"), s.at_step(SEED, "reference"), s.toggling_overview()):
         assert moved.kind.compare == trl and "vs_preset=trl" in moved.url(SEED)
-    assert "vs_" not in s.with_kind(compare=None).url(SEED)
+    assert "vs_" not in s.with_own(compare=None).url(SEED)
 
 
 # -- the graph marker ---------------------------------------------------------------------

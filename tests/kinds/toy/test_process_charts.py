@@ -45,7 +45,7 @@ def env():
 def make_panel(process_id, stage_id=None, catalog=CATALOG):
     state = parse_view(SNAPSHOT, "toy_grpo", "advantages", expanded=None, node="ratio", params=GRPOParams(seed=0),
                             process=process_id, stage=stage_id, processes=catalog)
-    runs = obtain(state.kind.params, "cpu", catalog, process_id, stage_id).runs if process_id else {}
+    runs = obtain(state.own.params, "cpu", catalog, process_id, stage_id).runs if process_id else {}
     return build_process_panel(SNAPSHOT, state, catalog, runs)
 
 

@@ -149,7 +149,7 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
                         other: Recomputed | None) -> RecordScreen:
     """The screen from the step recomputed under the record's own conventions (`own`) and, for the
     what-if, under the URL's (`other`, None without one): computed before, by the page."""
-    q = state.kind
+    q = state.own
     check_place(record, q)
     group = record.groups[q.group]
     metric = q.metric or ("change" if other is not None and state.step_id == "loss" else STEP_METRIC[state.step_id])
@@ -160,11 +160,11 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
     tokens = _tokens(record)
 
     def url(**change) -> str:
-        return state.with_kind(**change).url(snapshot)
+        return state.with_own(**change).url(snapshot)
 
     def link(step: str, g: int, i: int, t: int) -> str:
         at_step = state.at_step(snapshot, step) if step != state.step_id else state
-        return at_step.with_kind(group=g, completion=i, at=t - t % WINDOW).url(snapshot) + "#record-tokens"
+        return at_step.with_own(group=g, completion=i, at=t - t % WINDOW).url(snapshot) + "#record-tokens"
 
     entropies = [c.entropy for c in group.completions]
     window = build_window(own, row, tokens[row], q.at, metric, group.completions[q.completion].entropy, other,

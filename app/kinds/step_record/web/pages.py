@@ -21,7 +21,7 @@ def step_page(asked: StepRequest):
     try:
         q = read_record_query(query)
         state = ViewState.parse(snapshot, asked.walkthrough_id, asked.step_id, expanded=query.get("expanded"),
-                                node=query.get("node"), view=query.get("view"), kind=q)
+                                node=query.get("node"), view=query.get("view"), own=q)
         check_place(record, q)
     except (UnknownViewPart, BadRecordView, BadRecordPlace) as exc:
         raise NotFound(str(exc)) from None

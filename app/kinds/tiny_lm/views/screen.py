@@ -164,7 +164,7 @@ class TinyLMScreen(Screen):
 
 def build_token_screen(snapshot: Snapshot, state: ViewState[TokenQuery], inputs: TokenInputs) -> TinyLMScreen:
     """The screen from the page's finished results (`inputs`, engine/step_inputs.py)."""
-    q = state.kind
+    q = state.own
     result = inputs.result
     assert result is not None, "a step page obtains its step"
     panel = build_token_panel(result, state.step_id, q.metric)
@@ -174,7 +174,7 @@ def build_token_screen(snapshot: Snapshot, state: ViewState[TokenQuery], inputs:
                                 None, state.step_id) if state.node else None
 
     def url(**change) -> str:
-        return state.with_kind(**change).url(snapshot)
+        return state.with_own(**change).url(snapshot)
 
     heads = attention.heads if attention else 0
     paths = path_panel(state.walkthrough_id, q, inputs.paths, {p: url(path=p, overlay=False) + "#lm-path-panel"

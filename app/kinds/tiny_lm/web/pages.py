@@ -45,7 +45,7 @@ def step_page(asked: StepRequest):
     try:
         q = read_token_query(query)
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
-                                node=query.get("node"), view=query.get("view"), kind=q)
+                                node=query.get("node"), view=query.get("view"), own=q)
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
     # One way: the engine's results first (the step, cached; the chosen path's jobs, as the store has

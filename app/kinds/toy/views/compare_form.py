@@ -59,13 +59,13 @@ def compare_form(screen: ToyScreen, request: CompareRequest, b: Conventions | No
     for key, message in request.errors.items():
         allowed = allowed_range(key.removeprefix(COMPARE_PREFIX)) if key in COMPARE_KEYS else None
         errors[key] = message + (f" (allowed: {allowed})" if allowed else "")
-    return CompareForm(state.kind.params.preset, b_preset, typed_beta, f"preset's: {query_value('beta', preset_beta)}",
+    return CompareForm(state.own.params.preset, b_preset, typed_beta, f"preset's: {query_value('beta', preset_beta)}",
                        errors, tuple(hidden))
 
 
 def case_links(screen: ToyScreen) -> tuple[CaseLink, ...]:
-    state, own = screen.state, screen.state.kind
-    return tuple(CaseLink(case, screen.url(state.with_kind(compare=case.conventions, params=case.params,
+    state, own = screen.state, screen.state.own
+    return tuple(CaseLink(case, screen.url(state.with_own(compare=case.conventions, params=case.params,
                                                            process=None, stage=None)),
                           own.process is None and own.params == case.params and own.compare == case.conventions)
                  for case in CASES)

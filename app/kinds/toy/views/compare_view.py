@@ -237,31 +237,31 @@ def build_compare_view(screen: ToyScreen, request: CompareRequest, inputs: ToyIn
     """Compare mode from the page's finished results: side B's step is `inputs.comparison`."""
     state = screen.state
     base = CompareView(
-        on=request.on, form=compare_form(screen, request, state.kind.compare), cases=case_links(screen),
-        enter_url=screen.url(state.with_kind(compare=Conventions(preset=ENTER_PRESET), process=None, stage=None)),
-        leave_url=screen.url(state.with_kind(compare=None)))
-    b = state.kind.compare
+        on=request.on, form=compare_form(screen, request, state.own.compare), cases=case_links(screen),
+        enter_url=screen.url(state.with_own(compare=Conventions(preset=ENTER_PRESET), process=None, stage=None)),
+        leave_url=screen.url(state.with_own(compare=None)))
+    b = state.own.compare
     if not request.on or b is None:
         return base
-    if state.kind.process is not None:
+    if state.own.process is not None:
         return replace(base, note="Compare mode compares the walkthrough's own GRPO step; a training "
                        "path's stage runs with its own settings.",
-                       note_url=screen.url(state.with_kind(process=None, stage=None)))
+                       note_url=screen.url(state.with_own(process=None, stage=None)))
     if inputs.compare_error is not None:
         return replace(base, error=inputs.compare_error)
     comparison = inputs.comparison
     assert comparison is not None, "the page obtains side B whenever Compare mode is on"
-    a_words, b_words = _words(state.kind.params, b)
-    swapped = GRPOParams(**{**state.kind.params.model_dump(), **b.model_dump()})
+    a_words, b_words = _words(state.own.params, b)
+    swapped = GRPOParams(**{**state.own.params.model_dump(), **b.model_dump()})
     return replace(
-        base, a=_side("A", comparison.a, state.kind.params.conventions(), a_words),
-        b=_side("B", comparison.b, b, b_words), a_beta=state.kind.params.beta, b_beta=b.beta,
-        conventions=_convention_rows(state.kind.params.conventions(), b),
+        base, a=_side("A", comparison.a, state.own.params.conventions(), a_words),
+        b=_side("B", comparison.b, b, b_words), a_beta=state.own.params.beta, b_beta=b.beta,
+        conventions=_convention_rows(state.own.params.conventions(), b),
         samples=_samples(comparison), sample_count=len(comparison.a.samples),
         grads=_grad_rows(screen, comparison), marks=grad_marks(screen.graph, comparison.grad_change),
         node=_node(screen, comparison),
-        swap_url=screen.url(state.with_kind(compare=state.kind.params.conventions(), params=swapped)),
-        api_url=urls.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.kind.params),
+        swap_url=screen.url(state.with_own(compare=state.own.params.conventions(), params=swapped)),
+        api_url=urls.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.own.params),
                                                     **conventions_query(b)}),
-        b_preset_links=tuple((p, screen.url(state.with_kind(compare=Conventions(preset=p)))
+        b_preset_links=tuple((p, screen.url(state.with_own(compare=Conventions(preset=p)))
                               , p == b.preset and not _overrides(b)) for p in PRESET_NAMES))

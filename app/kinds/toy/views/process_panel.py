@@ -93,22 +93,22 @@ def stage_card(run: StageRun) -> StageCard:
 def build_process_panel(snapshot: Snapshot, state: ViewState[ToyState], processes: ProcessCatalog,
                         runs: Mapping[str, ProcessRun]) -> ProcessPanel:
     """`runs`: every path's run, obtained by the page when a path is chosen (engine/step_inputs.py)."""
-    seed = state.kind.params.seed
+    seed = state.own.params.seed
     options = [PathChoice("", NO_PROCESS_TITLE, 
-                               state.with_kind(process=None, stage=None).url(snapshot), state.kind.process is None)]
+                               state.with_own(process=None, stage=None).url(snapshot), state.own.process is None)]
     options += [PathChoice(p.id, p.title, 
-                               state.with_kind(process=p.id, stage=None).url(snapshot), p.id == state.kind.process)
+                               state.with_own(process=p.id, stage=None).url(snapshot), p.id == state.own.process)
                 for p in processes.processes]
     process = drawn = card = compared = None
     links: tuple[StageLink, ...] = ()
-    if state.kind.process:
-        process = processes.get(state.kind.process)
+    if state.own.process:
+        process = processes.get(state.own.process)
         run = runs[process.id]
-        shown = process.stage(state.kind.stage) if state.kind.stage else process.default_stage
+        shown = process.stage(state.own.stage) if state.own.stage else process.default_stage
         drawn = pipeline(process, shown.id)
         # the default stage's link names no stage: one URL per view
         links = tuple(StageLink(s, kind_label(s.kind),
-                                state.with_kind(process=process.id, stage=None if s is process.default_stage else s.id)
+                                state.with_own(process=process.id, stage=None if s is process.default_stage else s.id)
                                 .url(snapshot), s.id == shown.id)
                       for s in process.stages)
         card = stage_card(run.stage(shown.id))

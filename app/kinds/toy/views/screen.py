@@ -51,7 +51,7 @@ class ToyScreen(Screen):
 
     @property
     def own(self) -> ToyState:
-        state: ToyState = self.state.kind
+        state: ToyState = self.state.own
         return state
 
     @property
@@ -100,7 +100,7 @@ def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:
 def build_screen(snapshot: Snapshot, state: ViewState[ToyState], inputs: ToyInputs, form: ParamForm | None = None,
                  processes: ProcessCatalog | None = None) -> ToyScreen:
     """The screen from the page's finished results (`inputs`, engine/step_inputs.py)."""
-    own = state.kind
+    own = state.own
     result, run_error = inputs.result, inputs.run_error
     shapes = {nid: rec.shape for nid, rec in result.nodes.items() if rec.shape is not None} if result else None
     inspector = build_toy_inspector(snapshot, state.node, result, state.step_id) if state.node else None

@@ -44,7 +44,7 @@ def parse_view(snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
                compare: Conventions | None = None) -> ViewState[ToyState]:
     """The shared view state with the toy's part, the training path and stage checked."""
     state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=expanded, node=node, view=view,
-                            kind=ToyState(params, None, None, compare))
+                            own=ToyState(params, None, None, compare))
     process, stage = process or None, stage or None
     if process is not None:
         if processes is None or process not in processes.ids:
@@ -56,7 +56,7 @@ def parse_view(snapshot: Snapshot, walkthrough_id: str, step_id: str, *,
             stage = None  # the default: one URL per view
     elif stage is not None:
         raise UnknownViewPart(f"Stage {stage!r} needs a training path (process=...).")
-    return state.with_kind(process=process, stage=stage)
+    return state.with_own(process=process, stage=stage)
 
 
 def view_for_step(snapshot: Snapshot, walkthrough_id: str, step_id: str, params: GRPOParams) -> ViewState[ToyState]:

@@ -44,7 +44,7 @@ def step_page(asked: StepRequest):
         raise NotFound(str(exc)) from None
     # One way: the engine's results first (a step, a path's runs, Compare's side B; cached or from
     # the job store), then the screen and the Compare panel from them, then the template.
-    own = state.kind
+    own = state.own
     inputs = obtain(own.params, dev, processes, own.process, own.stage,
                     own.compare if compare.on and own.compare is not None else None)
     screen = build_screen(snapshot, state, inputs, invalid_form, processes)
