@@ -46,11 +46,12 @@ def step_page(asked: StepRequest):
         q = read_token_query(query)
         state = ViewState.parse(snapshot, walkthrough_id, step_id, expanded=query.get("expanded"),
                                 node=query.get("node"), view=query.get("view"), own=q)
+        # One way: the engine's results first (the step, cached; the chosen path's jobs, as the store
+        # has them), then the screen from them, then the template.
+        inputs = obtain(q.params, dev, q.path, q.overlay)
+        screen = build_token_screen(snapshot, state, inputs)  # refuses a completion or head it lacks
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
-    # One way: the engine's results first (the step, cached; the chosen path's jobs, as the store has
-    # them), then the screen from them, then the template.
-    screen = build_token_screen(snapshot, state, obtain(q.params, dev, q.path, q.overlay))
     context = step_context(screen, cat)
     if q.form is not None:
         return refused_form(request, FORM, "token-form", context)
