@@ -80,7 +80,7 @@ def job_client(tmp_path):
     (tests/isolation.py), so no later test finds it configured."""
     from app.engine.jobs.client import JOBS
     from app.house import registry
-    from app.web.jobs_setup import configure_jobs
+    from app.web.jobs.setup import configure_jobs
 
     configure_jobs(Settings(data_dir=tmp_path / "data", device="cpu"), registry().tasks)
     return JOBS

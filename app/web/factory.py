@@ -45,7 +45,7 @@ def configure_process(settings: Settings, tasks: Mapping[str, JobTask]) -> None:
     worker process that runs its torch (the compute pool, the job runner)."""
     set_threads(settings.torch_threads)
     LIMITER.configure(settings.compute_slots, settings.compute_queue)
-    from app.web.jobs_setup import configure_jobs  # here: jobs_setup imports the routes
+    from app.web.jobs.setup import configure_jobs  # here: jobs_setup imports the routes
     configure_jobs(settings, tasks)
 
 
@@ -144,7 +144,7 @@ def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSe
     app.include_router(walkthroughs_api.router)
     for kind in kind_registry.kinds:  # a kind's routes first: they are more specific than the house's
         kind.install(app)
-    from app.web.jobs_setup import install_jobs
+    from app.web.jobs.setup import install_jobs
     install_jobs(app, settings)
     app.include_router(docs.router)
     app.include_router(pages.router)

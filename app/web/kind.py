@@ -79,7 +79,7 @@ class Kind:
     # (task name, params). KeyError for a path it does not have; ValueError names a bad parameter.
     path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
     # The jobs a step page will read (a training path its URL names): awaited on the event loop
-    # before the page takes a compute slot (web/job_wait.py). [] for none, or for a query the page
+    # before the page takes a compute slot (web/jobs/wait.py). [] for none, or for a query the page
     # itself will refuse.
     step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None
     # A file format of its own: such files open as this kind whatever their graph

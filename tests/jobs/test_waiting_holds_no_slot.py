@@ -1,5 +1,5 @@
 """A toy page that needs a training path's runs waits for those jobs on the event loop, not in a
-compute worker (web/job_wait.py). On a real server with one compute worker and no runner (so its
+compute worker (web/jobs/wait.py). On a real server with one compute worker and no runner (so its
 runs wait as long as we like), an unrelated computation still gets the worker at once; the page
 comes as soon as a runner (`python -m app.worker`) has done its runs."""
 from __future__ import annotations

@@ -16,7 +16,7 @@ from app.views.view_state import NoKindState, UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
 from app.web.deps import CatalogDep, ComputeDep, KindsDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
-from app.web.job_wait import await_jobs
+from app.web.jobs.wait import await_jobs
 from app.web.kind import KindRegistry, StepRequest
 from app.web.rendering import templates
 from app.web.step_pages import step_context, step_response

@@ -24,7 +24,7 @@ from app.web.deps import (
     find_run,
     find_snapshot,
 )
-from app.web.job_wait import await_jobs
+from app.web.jobs.wait import await_jobs
 from app.web.json_body import accepts_gzip, json_response
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, ValidationErrorBody, error

@@ -17,7 +17,7 @@ from app.kinds.toy.web.schemas.processes import (
     processes_payload,
 )
 from app.web.deps import ComputeDep, StrictQueryRoute
-from app.web.job_wait import await_jobs
+from app.web.jobs.wait import await_jobs
 from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, INVALID, error
 

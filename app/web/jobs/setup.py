@@ -16,10 +16,10 @@ from app.domain.job_store import open_job_backend
 from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.client import JOBS, JobFailed
 from app.engine.jobs.tasks import JobTask
+from app.web.jobs import paths_api
+from app.web.jobs.runner_process import RunnerProcess
 from app.web.lifespan import with_server
 from app.web.rendering import render_error
-from app.web.routes import paths_api
-from app.web.runner_process import RunnerProcess
 from app.web.settings import Settings
 
 log = logging.getLogger("app.jobs")
