@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.kinds.step_record.engine.recompute import Recomputed, node_key
-from app.kinds.step_record.views.record_query import WINDOW
+from app.views.tokens.window import WINDOW
 
 NO_GRAD = {"input": "the rewards are data: no gradient reaches them",
            "advantages": "the advantages are constants of the loss (the framework's own, or recomputed from "

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from app.engine.grpo.params import CONVENTION_FIELDS, Conventions
+from app.views.tokens.window import WINDOW
 
-WINDOW = 256  # tokens of one completion on screen at a time: a 4,096-token answer is 16 windows
 METRICS = ("logprob", "advantage", "ratio", "kl", "weight", "grad", "entropy", "change")
 
 

@@ -23,13 +23,14 @@ from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
-from app.kinds.step_record.views.record_query import WINDOW, RecordQuery
+from app.kinds.step_record.views.record_query import RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
-from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_strip, build_window
+from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_record_strip, build_record_window
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
 from app.views.tokens.metrics import visible
+from app.views.tokens.window import WINDOW
 from app.views.urls import URLS
 from app.views.view_state import ViewState
 
@@ -166,11 +167,11 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
         at_step = state.at_step(snapshot, step) if step != state.step_id else state
         return at_step.with_own(group=g, completion=i, at=t - t % WINDOW).url(snapshot) + "#record-tokens"
 
-    entropies = [c.entropy for c in group.completions]
-    window = build_window(own, row, tokens[row], q.at, metric, group.completions[q.completion].entropy, other,
-                          lambda s: url(at=s) + "#record-tokens")
+    entropy = {r: c.entropy for r, c in zip(rows_of_group, group.completions, strict=True)}
+    window = build_record_window(own, row, tokens[row], q.at, metric, entropy, other,
+                                 lambda s: url(at=s) + "#record-tokens")
     # the strip's 256 links carry only their query (the same page): a third of its bytes
-    strip = build_strip(own, rows_of_group, metric, entropies, other, row,
+    strip = build_record_strip(own, rows_of_group, metric, entropy, other, row,
                         lambda r, s: "?" + url(completion=own.completions[r].index, at=s).partition("?")[2]
                         + "#record-tokens")
     metric_ids = [m for m in METRICS if (m != "change" or other is not None)
