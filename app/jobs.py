@@ -10,8 +10,8 @@ import argparse
 import sys
 import time
 
-from app.domain.job_store import JobRecord, open_job_backend
-from app.domain.upload_store import StoreUnavailable
+from app.stores.jobs import JobRecord, open_job_backend
+from app.stores.uploads import StoreUnavailable
 from app.web.settings import Settings
 
 

@@ -10,8 +10,8 @@ import argparse
 import sys
 import time
 
-from app.domain.upload_store import StoreUnavailable
 from app.domain.uploads import MB, UploadStore
+from app.stores.uploads import StoreUnavailable
 from app.web.settings import Settings
 
 

@@ -16,12 +16,12 @@ import signal
 import sys
 import threading
 
-from app.domain.job_store import open_job_backend
-from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.runner import JobRunner, runner_name
 from app.engine.jobs.tasks import lanes
 from app.engine.runtime.device import set_threads
 from app.house import registry
+from app.stores.jobs import open_job_backend
+from app.stores.uploads import StoreUnavailable
 from app.web.settings import Settings
 
 log = logging.getLogger("app.jobs")

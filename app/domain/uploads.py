@@ -19,7 +19,7 @@ from pathlib import Path
 
 from app.domain.catalog import CatalogEntry, Classify, Reader, reader_for, view_only
 from app.domain.snapshot import SnapshotError, parse_snapshot
-from app.domain.upload_store import (
+from app.stores.uploads import (
     HashCollision,
     StoredUpload,
     StoreFull,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from app.domain.job_store import MAX_ATTEMPTS, JobSpec, open_job_backend
+from app.stores.jobs import MAX_ATTEMPTS, JobSpec, open_job_backend
 
 CODE = "test-code"
 

@@ -19,8 +19,8 @@ import pytest
 import torch
 from live_server import running_server
 
-from app.domain.job_store import open_job_backend
 from app.kinds.tiny_lm.engine import path_tasks
+from app.stores.jobs import open_job_backend
 from app.web.settings import Settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier]  # `make test-slower`: real server processes train paths, killed mid-run (~6 min)

@@ -15,7 +15,7 @@ from live_server import running_server
 from paths import ROOT
 
 from app import jobs as jobs_cli
-from app.domain.job_store import JobSpec, open_job_backend
+from app.stores.jobs import JobSpec, open_job_backend
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
 # real server processes under load: `make test-slower`, alone (serial), after its parallel phase

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from app.domain.job_store import open_job_backend
 from app.engine.jobs import codec
 from app.engine.jobs.runner import JobRunner
 from app.engine.jobs.tasks import JobTask, code_version
+from app.stores.jobs import open_job_backend
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import pytest
 from snapshots import seed_dict
 
 from app import uploads as uploads_cli
-from app.domain.upload_store import HashCollision, open_backend
 from app.domain.uploads import MB, UploadRejected, UploadStore
+from app.stores.uploads import HashCollision, open_backend
 from app.web.settings import Settings
 
 

@@ -1,4 +1,4 @@
-"""Training runs as durable jobs: the engine's side of app/domain/job_store.
+"""Training runs as durable jobs: the engine's side of app/stores/jobs.
 
 - `tasks.JobTask`: what a kind registers for each kind of run (how to run it, which result
   types its codec may rebuild, how it reads as JSON).

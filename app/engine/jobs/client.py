@@ -19,10 +19,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from app.domain.job_store import JobBackend, JobRecord
 from app.engine.jobs import codec
 from app.engine.jobs.runner import JobRunner
 from app.engine.jobs.tasks import JobTask, lanes
+from app.stores.jobs import JobBackend, JobRecord
 
 Mode = Literal["process", "thread", "off"]
 KEEP_DECODED = 16

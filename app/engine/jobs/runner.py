@@ -1,6 +1,6 @@
 """A job runner: claim one job, run it, store its result; renew the lease while it runs.
 
-Exactly one runner computes a job: the store's claim is atomic (app/domain/job_store). While it
+Exactly one runner computes a job: the store's claim is atomic (app/stores/jobs). While it
 runs, the lease is renewed every `lease_s / 4` by a heartbeat thread (so a long step between
 progress calls cannot lose it), and each progress call writes stage and step. A runner killed
 mid-job (`kill -9`, a crash, a machine gone) stops renewing: after `lease_s` another runner
@@ -20,10 +20,10 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from app.domain.job_store import JobBackend, JobRecord
-from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs import codec
 from app.engine.jobs.tasks import JobTask, code_version
+from app.stores.jobs import JobBackend, JobRecord
+from app.stores.uploads import StoreUnavailable
 
 log = logging.getLogger("app.jobs")
 PROGRESS_EVERY_S = 0.2  # progress writes at most this often (a run makes thousands of calls)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.domain.job_store import JobSpec
+from app.stores.jobs import JobSpec
 
 # (stage, step in stage, steps done in the run, total steps of the run)
 Progress = Callable[[str, int, int, int], None]

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.domain.job_store import JobRecord
 from app.engine.jobs.client import JOBS
+from app.stores.jobs import JobRecord
 from app.web.conventions_query import ConventionsQuery
 from app.web.deps import CatalogDep, StrictQueryRoute, find_loaded
 from app.web.errors import NotFound, NotRunnable

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.domain.job_store import open_job_backend
-from app.domain.upload_store import StoreUnavailable
 from app.engine.jobs.client import JOBS, JobFailed
 from app.engine.jobs.tasks import JobTask
+from app.stores.jobs import open_job_backend
+from app.stores.uploads import StoreUnavailable
 from app.web.jobs import paths_api
 from app.web.jobs.runner_process import RunnerProcess
 from app.web.lifespan import with_server

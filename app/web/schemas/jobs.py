@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from app.domain.job_store import JobRecord
+from app.stores.jobs import JobRecord
 from app.web.schemas.base import Body
 
 

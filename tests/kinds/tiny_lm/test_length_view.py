@@ -6,7 +6,6 @@ import pytest
 from bs4 import BeautifulSoup
 from lm_fakes import BASE, GROWN, fake_result, with_final
 
-from app.domain.job_store import JobRecord
 from app.domain.training_paths import PATH_IDS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.views.dr_grpo_view import SAME, build_dr_grpo_view, dr_grpo_sentence
@@ -14,6 +13,7 @@ from app.kinds.tiny_lm.views.habits_view import build_showcase, build_start_habi
 from app.kinds.tiny_lm.views.length_view import along_path, build_length_view
 from app.kinds.tiny_lm.views.lm_path_panel import build_path_panel
 from app.kinds.tiny_lm.views.overlay_view import OVERLAY_METRICS, build_overlay
+from app.stores.jobs import JobRecord
 from app.web.rendering import templates
 
 FELL = {**BASE, "accuracy": 0.20, "mean_length": 11.0, "mean_length_correct": 9.0, "stepwise_share": 0.05}

@@ -10,10 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.domain.upload_store import StoreUnavailable
 from app.domain.uploads import UploadRejected, UploadStore
 from app.kinds.step_record.engine.checks import checks
 from app.kinds.step_record.engine.recompute import recompute
+from app.stores.uploads import StoreUnavailable
 from app.views.urls import URLS
 from app.web.kind import Cli
 from app.web.settings import Settings

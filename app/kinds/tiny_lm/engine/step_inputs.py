@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.job_store import JobRecord
 from app.domain.training_paths import PATH_IDS
 from app.engine.jobs.client import JOBS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
@@ -18,6 +17,7 @@ from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.stores.jobs import JobRecord
 
 
 @dataclass(frozen=True)

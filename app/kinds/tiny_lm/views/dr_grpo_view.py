@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.job_store import JobRecord
 from app.kinds.tiny_lm.engine.lm_paths import PathResult
 from app.kinds.tiny_lm.engine.sums_measure import Stats
 from app.kinds.tiny_lm.views.length_view import PAIR_SIZE, X_LABEL, along_path, tokens
+from app.stores.jobs import JobRecord
 from app.views.charts.line_charts import LineChart, line_chart
 from app.views.numbers import MINUS
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.job_store import JobRecord
 from app.domain.training_paths import PATH_IDS, PathChoice
 from app.kinds.tiny_lm.domain.arith_task import rewards
 from app.kinds.tiny_lm.domain.sums_task import read_sum_prompt
@@ -26,6 +25,7 @@ from app.kinds.tiny_lm.views.length_view import (
 )
 from app.kinds.tiny_lm.views.overlay_view import OverlayView
 from app.kinds.tiny_lm.views.token_steps import verdict
+from app.stores.jobs import JobRecord
 from app.views.charts.line_charts import LineChart, line_chart
 
 # "More curves": what the first view's charts do not already show

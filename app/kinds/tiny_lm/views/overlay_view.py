@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.job_store import JobRecord
 from app.domain.training_paths import PATH_IDS
 from app.kinds.tiny_lm.engine.lm_paths import PATH_TITLES, PathResult
 from app.kinds.tiny_lm.views.length_view import X_LABEL, along_path, pct, tokens
+from app.stores.jobs import JobRecord
 from app.views.charts.line_charts import LineChart, line_chart
 
 # (metric, title, y label, fixed range); the length ones first: what the box is about

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from app.domain.upload_store import FILENAME_MAX, TABLE, HashCollision, StoredUpload, StoreFull, StoreUnavailable
+from app.stores.uploads import FILENAME_MAX, TABLE, HashCollision, StoredUpload, StoreFull, StoreUnavailable
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (

@@ -75,9 +75,9 @@ class UploadBackend(Protocol):
 def open_backend(data_dir: Path, database_url: str | None = None) -> UploadBackend:
     """PostgreSQL when `database_url` is set, else SQLite in `data_dir`."""
     if database_url:
-        from app.domain.upload_store.postgres import PostgresBackend  # psycopg is imported only when asked for
+        from app.stores.uploads.postgres import PostgresBackend  # psycopg is imported only when asked for
 
         return PostgresBackend(database_url)
-    from app.domain.upload_store.sqlite import SqliteBackend
+    from app.stores.uploads.sqlite import SqliteBackend
 
     return SqliteBackend(Path(data_dir) / SQLITE_FILE)

@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
-from app.domain.job_store import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, record
-from app.domain.upload_store.postgres import LOCK_KEY, PgConnections
+from app.stores.jobs import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, record
+from app.stores.uploads.postgres import LOCK_KEY, PgConnections
 
 NOW = "extract(epoch FROM clock_timestamp())"
 SCHEMA = f"""

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.domain.upload_store import FILENAME_MAX, TABLE, HashCollision, StoredUpload, StoreFull, StoreUnavailable
+from app.stores.uploads import FILENAME_MAX, TABLE, HashCollision, StoredUpload, StoreFull, StoreUnavailable
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (

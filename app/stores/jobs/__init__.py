@@ -150,10 +150,10 @@ def lost_note(runner: str | None, when: float) -> str:
 def open_job_backend(data_dir: Path, database_url: str | None = None) -> JobBackend:
     """PostgreSQL when `database_url` is set, else SQLite in `data_dir` (the uploads' file)."""
     if database_url:
-        from app.domain.job_store.postgres import PostgresJobBackend  # psycopg only when asked for
+        from app.stores.jobs.postgres import PostgresJobBackend  # psycopg only when asked for
 
         return PostgresJobBackend(database_url)
-    from app.domain.job_store.sqlite import SqliteJobBackend
-    from app.domain.upload_store import SQLITE_FILE
+    from app.stores.jobs.sqlite import SqliteJobBackend
+    from app.stores.uploads import SQLITE_FILE
 
     return SqliteJobBackend(Path(data_dir) / SQLITE_FILE)

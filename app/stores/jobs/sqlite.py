@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.domain.job_store import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, lost_note, record
-from app.domain.upload_store import StoreUnavailable
+from app.stores.jobs import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, lost_note, record
+from app.stores.uploads import StoreUnavailable
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
