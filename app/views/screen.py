@@ -31,7 +31,7 @@ class GraphAnnotation:
 @dataclass(frozen=True)
 class Screen:
     snapshot: Snapshot
-    state: ViewState[Any]  # a kind's screen narrows it to its own part (ViewState[ToyState], …)
+    state: ViewState[Any]  # a kind's screen narrows it to its own part (ViewState[ItsState])
     step_index: int
     graph: GraphView
     inspector: InspectorView | None

@@ -40,7 +40,7 @@ K = TypeVar("K", bound=KindState)
 
 @dataclass(frozen=True)
 class ViewState(Generic[K]):
-    """`own` is the kind's own part, typed by it: a toy screen reads a ViewState[ToyState]."""
+    """`own` is the kind's own part, typed by it: a kind's screen reads a ViewState[ItsOwnState]."""
     walkthrough_id: str
     step_id: str
     expanded: tuple[str, ...]

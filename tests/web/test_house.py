@@ -23,7 +23,8 @@ from fastapi.testclient import TestClient
 from app.house import KINDS, registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = ["app/web", "app/views", "app/engine", "app/domain", "app/export", "templates", "static/css", "static/js"]
+SHARED = ["app/web", "app/views", "app/engine", "app/domain", "app/stores", "app/export", "templates", "static/css",
+          "static/js"]
 ENTRY_POINTS = {"app/export/__main__.py"}  # asks the house for the kinds' export targets, by no name
 
 
