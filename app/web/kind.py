@@ -124,6 +124,11 @@ class KindRegistry:
         return max([MAX_BYTES, *(r.max_bytes for r in self.readers)])
 
     @property
+    def upload_formats(self) -> tuple[tuple[str, int], ...]:
+        """Every file format an upload may be, (what it is, its limit in MB), the snapshot last."""
+        return (*((r.title, r.max_bytes // MB) for r in self.readers), ("tensorviz snapshot", MAX_BYTES // MB))
+
+    @property
     def upload_limits(self) -> str:
         """What each format may be, for a 413: "files up to 32 MB: a …; a tensorviz snapshot up to 2 MB"."""
         own = [f"a {r.title}" for r in sorted(self.readers, key=lambda r: -r.max_bytes) if r.max_bytes > MAX_BYTES]

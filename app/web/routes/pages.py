@@ -47,7 +47,7 @@ def walkthroughs_page(request: Request, cat: CatalogDep):
 @router.get("/walkthroughs/new")
 def upload_form(request: Request, kinds: KindsDep):
     return templates.TemplateResponse(request, UPLOAD, {"error": None, "help": kinds.upload_help,
-                                                        "limits": kinds.upload_limits})
+                                                        "formats": kinds.upload_formats})
 
 
 @router.post("/walkthroughs/new")
@@ -58,7 +58,7 @@ async def upload_page(request: Request, cat: CatalogDep, kinds: KindsDep, file: 
         entry, _ = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
     except UploadRejected as exc:
         return templates.TemplateResponse(request, UPLOAD, {"error": str(exc), "help": kinds.upload_help,
-                                                            "limits": kinds.upload_limits}, status_code=exc.status)
+                                                            "formats": kinds.upload_formats}, status_code=exc.status)
     return RedirectResponse(URLS.step(entry.id, entry.snapshot.opening_step_id), status_code=303)
 
 
