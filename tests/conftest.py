@@ -22,8 +22,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 # (importing the factory imports the kind registry, which gives the kinds' words for nodes and
 # their template folders to view-model tests that build no app)
-from app.house import create_app  # noqa: E402  (after the path set-up above)
+# The words for nodes, as every app of the house adds them (create_app): view tests that build a
+# screen or call node_meaning without an app read the kinds' words too.
+from app.house import (
+    create_app,  # noqa: E402  (after the path set-up above)
+    registry,  # noqa: E402
+)
+from app.views import meaning  # noqa: E402
 from app.web.settings import Settings  # noqa: E402
+
+meaning.add_describers([k.describe for k in registry().kinds if k.describe is not None])
 
 # Chromium, the test server and page fixtures, for any folder's page tests (tests/browser_fixtures.py);
 # the same process-wide state before every test, whatever ran before it (tests/isolation.py); the

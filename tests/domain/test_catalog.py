@@ -7,7 +7,7 @@ import shutil
 import pytest
 from paths import SEED_PATH as PATHS_SEED
 
-from app.domain.catalog import Catalog, CatalogEntry, walkthrough_id_from_filename
+from app.domain.catalog import Catalog, CatalogEntry, Featured, walkthrough_id_from_filename
 
 SEED_PATH = PATHS_SEED
 
@@ -63,16 +63,25 @@ def test_lookups_refuse_unknown_and_failed(mixed_dir):
         catalog.snapshot("corrupt")
 
 
-def test_default_id_prefers_toy_grpo(mixed_dir):
-    assert Catalog.load_directory(mixed_dir).default_id == "toy_grpo"
+def featured(catalog: Catalog) -> Catalog:
+    """The catalog as an app sets it up: its kinds' featured walkthroughs (the toy's first)."""
+    catalog.featured = (Featured("toy_grpo", "", "", rank=0), Featured("tiny_lm_grpo", "", "", rank=1))
+    return catalog
+
+
+def test_default_id_prefers_the_first_featured(tmp_path):
+    shutil.copy(SEED_PATH, tmp_path / "a_first.json")
+    shutil.copy(SEED_PATH, tmp_path / "toy_grpo.tensorviz.json")
+    assert featured(Catalog.load_directory(tmp_path)).default_id == "toy_grpo"
+    assert Catalog.load_directory(tmp_path).default_id == "a_first"  # none featured: the first that loads
 
 
 def test_default_id_falls_back_to_first_ok(tmp_path):
     shutil.copy(SEED_PATH, tmp_path / "b_second.json")
     shutil.copy(SEED_PATH, tmp_path / "a_first.json")
     (tmp_path / "toy_grpo.tensorviz.json").write_text("[]", encoding="utf-8")
-    catalog = Catalog.load_directory(tmp_path)
-    assert catalog.default_id == "a_first"
+    catalog = featured(Catalog.load_directory(tmp_path))
+    assert catalog.default_id == "a_first"  # the featured one failed to load
     assert not catalog.get("toy_grpo").ok
 
 
@@ -99,7 +108,7 @@ def test_missing_directory_is_empty_and_logged(tmp_path, caplog):
 
 
 def test_shipped_walkthroughs_all_load():
-    catalog = Catalog.load_directory(SEED_PATH.parent)
+    catalog = featured(Catalog.load_directory(SEED_PATH.parent))
     assert catalog.entries() and all(e.ok for e in catalog.entries())
     assert catalog.default_id == "toy_grpo"
 
@@ -128,7 +137,7 @@ def test_odd_entries_in_the_folder_are_listed_with_their_error(tmp_path, caplog)
     (tmp_path / ".json").write_bytes(SEED_PATH.read_bytes())    # id ""
     os.close(os.open(os.path.join(os.fsencode(tmp_path), b"latin\xe9.json"), os.O_CREAT | os.O_WRONLY))
     with caplog.at_level(logging.WARNING, logger="app.catalog"):
-        catalog = Catalog.load_directory(tmp_path)
+        catalog = featured(Catalog.load_directory(tmp_path))
     errors = {e.source: e.error for e in catalog.entries()}
     assert errors["dangling.json"] == "dangling.json: $: a symbolic link to nothing"
     assert errors["folder.json"] == "folder.json: $: a directory, not a file"

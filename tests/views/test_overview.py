@@ -26,7 +26,7 @@ def seed():
 
 def overview(seed):
     state = parse_view(seed, "toy_grpo", "clip", expanded=None, node=None, params=GRPOParams(), view="overview")
-    return build_screen(seed, state, obtain(GRPOParams(), "cpu", None)).graph
+    return build_screen(seed, state, obtain(state.own.params, "cpu", None)).graph
 
 
 def test_every_top_level_node_is_placed_once_without_overlap(seed):
@@ -96,17 +96,17 @@ def test_overview_is_url_state_and_leaves_on_selection(seed):
 
 def test_overview_screen_collapses_every_module_and_fits_all(seed):
     state = parse_view(seed, "toy_grpo", "policy", expanded=None, node=None, params=GRPOParams(), view="overview")
-    screen = build_screen(seed, state, obtain(GRPOParams(), "cpu", None))
+    screen = build_screen(seed, state, obtain(state.own.params, "cpu", None))
     assert screen.graph.fit_all
     assert {n.id for n in screen.graph.nodes} == {n.node_id for n in seed.nodes if n.parent_id is None}
     assert not any(n.expanded for n in screen.graph.nodes)
-    step = build_screen(seed, state.toggling_overview(), obtain(GRPOParams(), "cpu", None))
+    step = build_screen(seed, state.toggling_overview(), obtain(state.own.params, "cpu", None))
     assert not step.graph.fit_all and "policy.logits" in {n.id for n in step.graph.nodes}
 
 
 def test_rewards_are_annotated_on_the_advantages_node(seed):
     state = view_for_step(seed, "toy_grpo", "advantages", GRPOParams(rewards="1,0,0,1,0,1,0,0"))
-    screen = build_screen(seed, state, obtain(GRPOParams(), "cpu", None))
+    screen = build_screen(seed, state, obtain(state.own.params, "cpu", None))
     note = screen.annotations["advantages"]
     rewards = [s["reward"] for s in screen.result.samples]
     assert rewards == [1, 0, 0, 1, 0, 1, 0, 0]
@@ -118,6 +118,6 @@ def test_rewards_are_annotated_on_the_advantages_node(seed):
 
 def test_a_module_without_members_has_no_toggle(seed):
     state = view_for_step(seed, "toy_grpo", "advantages", GRPOParams())
-    graph = build_screen(seed, state, obtain(GRPOParams(), "cpu", None)).graph
+    graph = build_screen(seed, state, obtain(state.own.params, "cpu", None)).graph
     assert graph.node("advantages").is_module and not graph.node("advantages").has_toggle
     assert graph.node("policy").has_toggle

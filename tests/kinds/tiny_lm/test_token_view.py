@@ -14,7 +14,7 @@ from app.kinds.tiny_lm.views.token_form import PRESET_FILLED, TokenForm
 from app.kinds.tiny_lm.views.token_steps import STEP_METRIC, build_token_panel
 from app.views.meaning import node_meaning
 from app.views.numbers import ratio, readout
-from app.views.tokens.token_view import CLIP_METRICS, METRICS
+from app.views.tokens.token_view import CLIP_METRICS, METRICS, VALUES
 
 TINY = ROOT / "walkthroughs" / "tiny_lm_grpo.tensorviz.json"
 STEPS = ("sample", "rewards", "advantages", "ratio", "kl", "aggregation", "update")
@@ -65,7 +65,7 @@ def test_bars_within_unit_and_clip_only_on_clip_strips(result, metric):
     # the printed value is the metric of the record
     pairs = [(t, c) for c in result.completions for t in c.tokens]
     for cell, (token, completion) in zip(cells, pairs, strict=True):
-        assert cell.value == METRICS[metric].value(token, completion)
+        assert cell.value == VALUES[metric](token, completion)
         assert cell.text == token.text
 
 

@@ -31,7 +31,7 @@ def state(step="clip", compare=None, params=None, node=None):
 def view(query: dict, step="clip", node=None, params=None):
     request = parse_compare(query)
     s = state(step, request.conventions, params, node)
-    inputs = obtain(s.kind.params, "cpu", None, compare=s.kind.compare if request.on else None)
+    inputs = obtain(s.own.params, "cpu", None, compare=s.own.compare if request.on else None)
     screen = build_screen(SEED, s, inputs)
     return screen, build_compare_view(screen, request, inputs)
 
@@ -73,7 +73,7 @@ def test_view_state_keeps_compare_mode_everywhere():
     s = state(compare=trl)
     assert s.query(SEED)["vs_preset"] == "trl"
     for moved in (s.selecting("ratio"), s.toggled("clipped"), s.at_step(SEED, "reference"), s.toggling_overview()):
-        assert moved.kind.compare == trl and "vs_preset=trl" in moved.url(SEED)
+        assert moved.own.compare == trl and "vs_preset=trl" in moved.url(SEED)
     assert "vs_" not in s.with_own(compare=None).url(SEED)
 
 
