@@ -104,9 +104,7 @@ class KindRegistry:
         ids = [k.id for k in self.kinds]
         if len(set(ids)) != len(ids):
             raise ValueError(f"two kinds share an id: {ids}")
-        commands = [name for k in self.kinds for name in k.commands]
-        if len(set(commands)) != len(commands):
-            raise ValueError(f"two kinds share a command name: {commands}")
+        _ = (self.commands, self.export_targets, self.tasks)  # each refuses a name two kinds share
 
     def classify(self, snapshot: Snapshot) -> str | None:
         """The id of the first kind whose engine runs `snapshot`, or None (view-only)."""
@@ -141,14 +139,11 @@ class KindRegistry:
 
     @property
     def commands(self) -> dict[str, Command]:
-        return {name: command for k in self.kinds for name, command in k.commands.items()}
+        return _unique([(name, command) for k in self.kinds for name, command in k.commands.items()], "command name")
 
     @property
     def export_targets(self) -> dict[str, ExportTarget]:
-        found = {t.name: t for k in self.kinds for t in k.export_targets}
-        if len(found) != sum(len(k.export_targets) for k in self.kinds):
-            raise ValueError("two kinds share an export target's name")
-        return found
+        return _unique([(t.name, t) for k in self.kinds for t in k.export_targets], "export target's name")
 
     @property
     def upload_help(self) -> tuple[str, ...]:
@@ -165,13 +160,19 @@ class KindRegistry:
     @property
     def tasks(self) -> dict[str, JobTask]:
         """Every kind's job tasks by name (names are unique across kinds)."""
-        found = {t.name: t for k in self.kinds for t in k.tasks}
-        if len(found) != sum(len(k.tasks) for k in self.kinds):
-            raise ValueError("two kinds share a job task name")
-        return found
+        return _unique([(t.name, t) for k in self.kinds for t in k.tasks], "job task name")
 
     def allowed_range(self, name: str) -> str | None:
         for kind in self.kinds:
             if kind.allowed_range is not None and (found := kind.allowed_range(name)) is not None:
                 return found
         return None
+
+
+def _unique(named: list[tuple[str, Any]], what: str) -> dict[str, Any]:
+    """The items by name; ValueError when two kinds give one name."""
+    found = dict(named)
+    if len(found) != len(named):
+        names = [n for n, _ in named]
+        raise ValueError(f"two kinds share a {what}: {sorted({n for n in names if names.count(n) > 1})}")
+    return found
