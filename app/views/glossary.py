@@ -18,6 +18,9 @@ class Term:
     title: str
     definition: str
     pattern: str  # a regex, matched case-insensitively on word boundaries
+    # A regex the text just before the match must end with: a symbol that means two things (ε) is
+    # this term only in its own context. Where both match, the term with a context wins.
+    after: str | None = None
 
 
 TERMS: tuple[Term, ...] = (
@@ -43,6 +46,11 @@ TERMS: tuple[Term, ...] = (
          "baseline. GRPO has none: the group's mean takes its place.", r"critic"),
     Term("ratio", "Ratio ρ", "How much more likely the policy being updated makes an answer than the old policy "
          "that sampled it: ρ = π / π_old. 1 means unchanged.", r"ratios?|ρ"),
+    Term("std-epsilon", "ε in the advantage", "A tiny number added to the group's standard deviation before "
+         "dividing (written ε_A: 0.0001 by default, 1e-6 under verl and DAPO), so a group whose rewards are all "
+         "equal divides 0 by ε and gets advantages of 0 instead of dividing by zero. Not the clip range's ε.",
+         r"ε(?:_A)?|epsilon",
+         after=r"(?:deviation|std(?:_pop)?(?:\([^)]*\))?|σ)\s*(?:plus|\+)\s*$"),
     Term("epsilon", "Clip range ε", "How far the ratio may move before the clip stops rewarding further change: "
          "the band [1 − ε, 1 + ε]. ε = 0.2 by default.", r"ε|epsilon"),
     Term("clip", "Clip", "Past the band [1 − ε, 1 + ε], in the direction the advantage pushes, the objective stops "
@@ -70,7 +78,9 @@ TERMS: tuple[Term, ...] = (
          r"saturated"),
 )
 _BY_KEY = {t.key: t for t in TERMS}
-_PATTERNS = [(t.key, re.compile(rf"(?<![\w]){t.pattern}(?![\w])", re.IGNORECASE)) for t in TERMS]
+_PATTERNS = [(t.key, re.compile(rf"(?<![\w]){t.pattern}(?![\w])", re.IGNORECASE),
+              re.compile(t.after, re.IGNORECASE) if t.after else None) for t in TERMS]
+CONTEXT_SPAN = 40  # characters before a term that its context (`after`) may look at
 
 
 def term(key: str) -> Term:
@@ -87,15 +97,16 @@ class Segment:
 def annotate(texts: Iterable[str], prefix: str = "g") -> list[list[Segment]]:
     """Each text as segments, with the first use of each term (across all the texts, in
     order) marked. Overlaps go to the earlier, then the longer, match ("old policy" over
-    "policy")."""
+    "policy"), then to a term whose context matched (the std's ε over the clip's)."""
     seen: set[str] = set()
     out: list[list[Segment]] = []
     for n, text in enumerate(texts):
-        hits = sorted(((m.start(), -(m.end() - m.start()), m.end(), key)
-                       for key, pattern in _PATTERNS for m in pattern.finditer(text)))
+        hits = sorted((m.start(), -(m.end() - m.start()), after is None, m.end(), key)
+                      for key, pattern, after in _PATTERNS for m in pattern.finditer(text)
+                      if after is None or after.search(text[max(0, m.start() - CONTEXT_SPAN):m.start()]))
         segments: list[Segment] = []
         at = 0
-        for start, _, end, key in hits:
+        for start, _, _, end, key in hits:
             if start < at or key in seen:
                 continue
             seen.add(key)
