@@ -297,3 +297,33 @@ def test_data_is_escaped(env):
     assert evil in soup.select_one(".process-intro h3").get_text()
     assert evil in soup.select_one(".fact-ours p").get_text()
     assert math.isfinite(panel.comparison.chart.height)
+
+
+@pytest.mark.parametrize("process_id, stage_id, right, wrong", [
+    ("r1-zero", "rl", "right but unformatted 0 (accuracy 0, format 0)", "wrong 0.5 (accuracy 0, format 0.5)"),
+    ("r1", "reasoning-rl", "right but unformatted 0.5 (accuracy 0, format 0, language 0.5)",
+     "wrong 1 (accuracy 0, format 0.5, language 0.5)"),
+])
+def test_a_rule_that_pays_a_right_answer_less_than_a_wrong_one_says_why(process_id, stage_id, right, wrong):
+    from app.kinds.toy.views.process_panel import reward_why
+
+    why = reward_why(CATALOG.get(process_id).stage(stage_id))
+    assert right in why and f"against {wrong}" in why and "cannot be parsed" in why
+
+
+def test_a_rule_that_pays_every_right_answer_at_least_the_wrong_one_says_nothing():
+    from app.kinds.toy.domain.rewards import role_rewards
+    from app.kinds.toy.views.process_panel import RIGHT, reward_why
+
+    for process in CATALOG.processes:
+        for stage in process.stages:
+            paid = role_rewards(stage.reward) if stage.reward else {}
+            below = any(paid[r] < paid["wrong"] for r in RIGHT) if paid else False
+            assert bool(reward_why(stage)) == below, (process.id, stage.id)
+
+
+def test_the_stage_card_shows_why_under_its_reward_table(env, job_client):
+    card = render(env, make_panel("r1-zero"))
+    why = card.select_one(".reward-table + .reward-why")
+    assert why is not None and "right but unformatted 0" in why.get_text()
+    assert render(env, make_panel(None)).select_one(".reward-why") is None  # no path chosen: no card

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from app.domain.snapshot import Snapshot
 from app.domain.training_paths import PathChoice
 from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
-from app.kinds.toy.domain.rewards import role_rewards
+from app.kinds.toy.domain.rewards import COMPONENTS, role_rewards
 from app.kinds.toy.domain.toy_task import ROLE_LABELS
 from app.kinds.toy.engine.processes import METRICS_NOTE, ProcessRun, StageRun
 from app.kinds.toy.views.charts.comparison import ComparisonChart, comparison
@@ -42,6 +42,7 @@ class StageCard:
     reward_rows: tuple[tuple[str, str], ...]  # (answer role, reward) of the stage's rule
     curves: tuple[LineChart, ...]
     sampling_note: str
+    reward_why: str = ""  # why a right answer earns less than a wrong one under this rule, if it does
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,33 @@ def reward_rows(stage: Stage) -> tuple[tuple[str, str], ...]:
     return tuple((ROLE_LABELS.get(r, r), significant(v, strip=True)) for r, v in by_role.items())
 
 
+RIGHT = ("correct", "mixed", "unformatted")  # the roles whose final answer is right
+
+
+def _parts(role: str, components: tuple[str, ...]) -> str:
+    paid = [f"{c} {significant(COMPONENTS[c][role], strip=True)}" for c in components]
+    return ", ".join(paid)
+
+
+def reward_why(stage: Stage) -> str:
+    """A sentence for every right answer the rule pays less than the wrong one: which components
+    pay what, and why a rule-based reward does that."""
+    if not stage.reward:
+        return ""
+    by_role = role_rewards(stage.reward)
+    wrong = by_role["wrong"]
+    below = [r for r in RIGHT if by_role[r] < wrong]
+    if not below:
+        return ""
+    said = "; ".join(f"{ROLE_LABELS[r]} {significant(by_role[r], strip=True)} ({_parts(r, stage.reward)})"
+                     for r in below)
+    return (f"A right answer can earn less than a wrong one here: {said}, against wrong "
+            f"{significant(wrong, strip=True)} ({_parts('wrong', stage.reward)}). The rule pays only what it "
+            "can check: an answer that ignores the template cannot be parsed, so accuracy pays it 0 however right "
+            "it is, while a wrong answer that keeps the template still earns its format points, as R1's "
+            "rule-based rewards do.")
+
+
 def sampling_note(run: StageRun) -> str:
     st = run.stage
     per = st.samples_per_prompt if st.kind == "rejection_sampling" else None
@@ -87,7 +115,7 @@ def sampling_note(run: StageRun) -> str:
 def stage_card(run: StageRun) -> StageCard:
     st = run.stage
     return StageCard(st, kind_label(st.kind), len(run.dataset), run.sampled, len(run.curve), reward_rows(st),
-                     tuple(stage_curves(run)), sampling_note(run))
+                     tuple(stage_curves(run)), sampling_note(run), reward_why(st))
 
 
 def build_process_panel(snapshot: Snapshot, state: ViewState[ToyState], processes: ProcessCatalog,
