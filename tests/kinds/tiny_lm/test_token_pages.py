@@ -214,3 +214,12 @@ def test_api_lists_tiny_lm_runnable(client):
     items = body if isinstance(body, list) else next(v for v in body.values() if isinstance(v, list))
     tiny = next(w for w in items if w.get("id") == "tiny_lm_grpo")
     assert tiny["runnable"] is True
+
+
+def test_step_one_names_the_second_script_with_a_true_example(client):
+    """The second script appears in step 1's tokens: its point says what it is, and its example is true."""
+    from app.kinds.tiny_lm.domain.arith_task import read_number
+
+    point = soup(client.get("/walkthroughs/tiny_lm_grpo/steps/sample")).select_one("#step-point").get_text(" ")
+    assert "a–j for 0–9" in point and "f+j=be is 5+9=14" in point
+    assert (read_number("f"), read_number("j"), read_number("be")) == (5, 9, 14)

@@ -7,8 +7,9 @@ from app.views.story import StepStory
 
 STORIES = {
     "sample": StepStory(
-        "The tiny model writes G answers to one addition, one token at a time; each token's log π under the "
-        "old policy that sampled it is the number GRPO will later reweight.",
+        "The tiny model writes G answers to one addition, one token at a time, in digits or a second script "
+        "(a–j for 0–9: f+j=be is 5+9=14); each token's log π under the old policy that sampled it is the number "
+        "GRPO will later reweight.",
         focus="sampled-tokens", step_fields=("seed", "group_size"),
         evidence="the token strips: every completion, each token with its log π_old"),
     "rewards": StepStory(
