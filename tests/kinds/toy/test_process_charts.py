@@ -327,3 +327,10 @@ def test_the_stage_card_shows_why_under_its_reward_table(env, job_client):
     why = card.select_one(".reward-table + .reward-why")
     assert why is not None and "right but unformatted 0" in why.get_text()
     assert render(env, make_panel(None)).select_one(".reward-why") is None  # no path chosen: no card
+
+
+def test_every_pipeline_box_keeps_its_number():
+    """R1's third box read "Rejection sampling" without its "3 ·" where the box was narrow."""
+    for pid in IDS:
+        for box in pipeline(CATALOG.get(pid), None).boxes:
+            assert box.badge.text.startswith(f"{box.number} · "), (pid, box.badge.text)

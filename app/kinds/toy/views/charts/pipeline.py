@@ -12,6 +12,9 @@ from app.views.charts.frame import Text, r2, wrap
 
 KIND_LABELS = {"sft": "SFT", "grpo": "GRPO", "rejection_sampling": "Rejection sampling",
                "distill_sft": "Distillation SFT"}
+# Where a box is too narrow for "n · <label>": the number stays, the label shortens (its title and
+# aria-label keep the whole name).
+KIND_SHORT = {"rejection_sampling": "Rej. sampling", "distill_sft": "Distill. SFT"}
 KIND_DASH = {"grpo": "", "sft": "7 4", "rejection_sampling": "2 3", "distill_sft": "9 3 2 3"}
 
 
@@ -90,7 +93,7 @@ def pipeline(process: Process, selected_stage: str | None, width: float = 720, p
         x, y = margin + chip_w + gap + c * (gap + box_w), top + r * (box_h + row_gap)
         mid, label = y + box_h / 2, kind_label(st.kind)
         sel = st.id == selected_stage
-        badge = f"{i + 1} · {label}" if len(label) + 4 <= badge_chars else label
+        badge = f"{i + 1} · {label}" if len(label) + 4 <= badge_chars else f"{i + 1} · {KIND_SHORT.get(st.kind, label)}"
         incoming = prev_output = stages[i - 1].output if i else first.start
         note = None if st.start == incoming else Text(r2(x + 6), r2(y + box_h - 8), f"from {st.start}")
         box = StageBox(
