@@ -15,6 +15,7 @@ import logging
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 from app.domain.catalog import CatalogEntry, Classify, Reader, reader_for, view_only
@@ -39,6 +40,11 @@ class UploadRejected(ValueError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+def upload_limit(readers: Sequence[Reader]) -> int:
+    """The largest file of any format: a snapshot's limit, or a larger reader's."""
+    return max([MAX_BYTES, *(r.max_bytes for r in readers)])
 
 
 def upload_id(raw: bytes) -> str:
@@ -69,8 +75,7 @@ class UploadStore:
 
     @property
     def upload_limit(self) -> int:
-        """The largest file of any format this store opens: a snapshot's, or a larger reader's."""
-        return max([MAX_BYTES, *(r.max_bytes for r in self.readers)])
+        return upload_limit(self.readers)
 
     @classmethod
     def open(cls, data_dir: Path, database_url: str | None = None, *, quota_mb: int = 512,

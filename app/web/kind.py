@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from app.domain.catalog import Catalog, CatalogEntry, Featured, Reader
 from app.domain.snapshot import Node, Snapshot
-from app.domain.uploads import MAX_BYTES, MB
+from app.domain.uploads import MAX_BYTES, MB, upload_limit
 from app.engine.export_target import ExportTarget
 from app.engine.grpo.params import Conventions
 from app.engine.jobs.tasks import JobTask
@@ -119,7 +119,7 @@ class KindRegistry:
     def upload_limit(self) -> int:
         """The largest file any upload may be: a snapshot's limit or a larger reader's. The
         transport's cap (web/middleware/limits.py) is this one; each format then has its own."""
-        return max([MAX_BYTES, *(r.max_bytes for r in self.readers)])
+        return upload_limit(self.readers)
 
     @property
     def upload_formats(self) -> tuple[tuple[str, int], ...]:
