@@ -10,6 +10,12 @@ finds the same row. The row carries the whole life of the run: queued, claimed b
 - `PostgresJobBackend` (DATABASE_URL): claims with `SELECT … FOR UPDATE SKIP LOCKED`, so
   replicas and workers on other machines never claim the same row, nor wait on each other.
 
+Who asked, and on what terms (`Ask`), is stored with the row, so the queue is fair and bounded
+(docs/explanation/jobs.md, "A fair, bounded queue"): runners take the clients' queued jobs in
+turn (a client's n-th job waits behind every other client's first); a queued job nobody has read
+for `want_s` seconds, and nobody asked to keep, expires (its row is deleted) instead of running
+for no one, after a restart too; and a new row past `max_queued` queued ones is refused.
+
 Nothing here knows torch or a kind: results are bytes, parameters JSON.
 """
 from __future__ import annotations
@@ -51,6 +57,30 @@ class JobSpec:
         return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
+# A queued job is wanted while someone reads it (a page waiting, a poll) at least this often.
+WANT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Who asks for a job and on what terms."""
+    client: str = ""  # the runners serve clients in turn: an opaque key (an address), never shown
+    keep: bool = False  # stays queued though nobody reads it (the server's own default runs)
+    want_s: float = WANT_S  # queued and unread this long: expired
+    max_queued: int | None = None  # a new row past this many queued jobs is refused (QueueFull)
+
+
+ANYONE = Ask()  # the terms when nobody says who asks (operators, tests)
+
+
+class QueueFull(Exception):
+    """The queue holds `queued` jobs, its bound: nothing was stored."""
+
+    def __init__(self, queued: int, bound: int) -> None:
+        super().__init__(f"the job queue is full ({queued} queued, bound {bound})")
+        self.queued, self.bound = queued, bound
+
+
 @dataclass(frozen=True)
 class JobRecord:
     id: str
@@ -75,6 +105,9 @@ class JobRecord:
     error: str | None
     history: str = ""  # one line per takeover, for operators
     result_size: int | None = None
+    client: str = ""  # who first asked (Ask.client)
+    keep: bool = False
+    wanted_until: float | None = None  # a queued job unread past this expires, unless kept
 
     @property
     def finished(self) -> bool:
@@ -82,18 +115,30 @@ class JobRecord:
 
 
 class JobBackend(Protocol):
-    def ensure(self, spec: JobSpec) -> JobRecord:
-        """The row of `spec`, inserted as queued if absent (atomic: every caller gets the one row)."""
+    def ensure(self, spec: JobSpec, ask: Ask = ANYONE) -> JobRecord:
+        """The row of `spec`, inserted as queued if absent (atomic: every caller gets the one row).
+        A queued row is wanted again for `ask.want_s` (and kept, if `ask.keep`). QueueFull, storing
+        nothing, when the row is new and `ask.max_queued` jobs are queued already."""
         ...
 
     def get(self, ident: str) -> JobRecord | None: ...
+
+    def touch(self, ident: str, want_s: float = WANT_S) -> None:
+        """Someone is reading this job: if queued, it stays wanted for `want_s` more."""
+        ...
+
+    def queued(self) -> int:
+        """How many jobs are queued now."""
+        ...
 
     def result(self, ident: str) -> bytes | None: ...
 
     def claim(self, runner: str, lease_s: float, tasks: Sequence[str], devices: Sequence[str],
               code_version: str) -> JobRecord | None:
-        """The oldest claimable job of these tasks, devices and code version, now held by `runner`:
-        a queued one, or a running one whose lease ran out (its runner is gone). None if there is none."""
+        """The next claimable job of these tasks, devices and code version, now held by `runner`: a
+        running one whose lease ran out (its runner is gone) first, then the queued ones, clients in
+        turn (each client's oldest first). Queued jobs past their `wanted_until` and not kept are
+        deleted first. None if there is none."""
         ...
 
     def heartbeat(self, ident: str, runner: str, lease_s: float, stage: str, step: int, done: int,
@@ -127,7 +172,7 @@ class JobBackend(Protocol):
 # The columns read into a JobRecord, in its field order (the result bytes never: they are read alone).
 COLUMNS = ("id", "kind", "task", "params", "code_version", "device", "title", "state", "stage", "step", "done",
            "total", "fraction", "runner", "attempts", "created_at", "started_at", "finished_at", "seconds", "error",
-           "history", "result_size")
+           "history", "result_size", "client", "keep", "wanted_until")
 
 
 def record(row: Sequence[Any]) -> JobRecord:
@@ -137,10 +182,17 @@ def record(row: Sequence[Any]) -> JobRecord:
         values[key] = int(values[key])
     for key in ("fraction", "created_at"):
         values[key] = float(values[key])
-    for key in ("started_at", "finished_at", "seconds"):
+    values["keep"] = bool(values["keep"])
+    values["client"] = values["client"] or ""
+    for key in ("started_at", "finished_at", "seconds", "wanted_until"):
         values[key] = None if values[key] is None else float(values[key])
     values["history"] = values["history"] or ""
     return JobRecord(**values)
+
+
+# The columns this version added to a table an older version made (ALTER TABLE … ADD COLUMN).
+ADDED_COLUMNS = (("client", "TEXT NOT NULL DEFAULT ''"), ("keep", "INTEGER NOT NULL DEFAULT 0"),
+                 ("wanted_until", "REAL"))
 
 
 def lost_note(runner: str | None, when: float) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from app.stores.jobs import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, record
+from app.stores.jobs import ANYONE, COLUMNS, MAX_ATTEMPTS, TABLE, WANT_S, Ask, JobRecord, JobSpec, QueueFull, record
 from app.stores.uploads.postgres import LOCK_KEY, PgConnections
 
 NOW = "extract(epoch FROM clock_timestamp())"
@@ -44,7 +44,25 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     result       bytea
 );
 CREATE INDEX IF NOT EXISTS {TABLE}_claimable ON {TABLE} (state, created_at);
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS client text NOT NULL DEFAULT '';
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS keep integer NOT NULL DEFAULT 0;
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS wanted_until double precision;
+CREATE INDEX IF NOT EXISTS {TABLE}_served ON {TABLE} (client, started_at);
 """
+EXPIRE = (f"DELETE FROM {TABLE} WHERE state = 'queued' AND keep = 0 "
+          f"AND (wanted_until IS NULL OR wanted_until < {NOW})")
+# As in SQLite (sqlite.NEXT): a lapsed running job first, then the clients' queued jobs round-robin;
+# the window and the grouping run in subqueries, so the row lock (FOR UPDATE OF j SKIP LOCKED) is on
+# the table's rows alone.
+NEXT = (f"SELECT j.id FROM {TABLE} AS j JOIN (SELECT id, ROW_NUMBER() OVER (PARTITION BY client "
+        "ORDER BY state = 'running' DESC, created_at) AS turn "
+        f"FROM {TABLE} WHERE state IN ('queued', 'running')) AS t ON t.id = j.id "
+        f"LEFT JOIN (SELECT client, MAX(started_at) AS served FROM {TABLE} GROUP BY client) AS s "
+        "ON s.client = j.client "
+        "WHERE j.task = ANY(%(tasks)s) AND j.device = ANY(%(devices)s) AND j.code_version = %(code)s "
+        f"AND (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < {NOW})) "
+        "ORDER BY j.state = 'running' DESC, t.turn, COALESCE(s.served, 0), j.created_at "
+        "LIMIT 1 FOR UPDATE OF j SKIP LOCKED")
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
 Conn = psycopg.Connection[Any]
 
@@ -60,15 +78,38 @@ class PostgresJobBackend(PgConnections):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))  # replicas start at once
             conn.execute(SCHEMA)
 
-    def ensure(self, spec: JobSpec) -> JobRecord:
+    def ensure(self, spec: JobSpec, ask: Ask = ANYONE) -> JobRecord:
         def op(conn: Conn) -> Any:
-            conn.execute(f"INSERT INTO {TABLE} (id, kind, task, params, code_version, device, title, state, "
-                         f"created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, 'queued', {NOW}) "
-                         "ON CONFLICT (id) DO NOTHING",
-                         (spec.id, spec.kind, spec.task, spec.params_json, spec.code_version, spec.device, spec.title))
-            return conn.execute(f"{SELECT} WHERE id = %s", (spec.id,)).fetchone()
+            with conn.transaction():
+                known = conn.execute(f"SELECT state FROM {TABLE} WHERE id = %s", (spec.id,)).fetchone()
+                if known is None:
+                    if ask.max_queued is not None:
+                        # Under concurrent inserts from other replicas the bound may be passed by as many
+                        # rows as there are inserts at once (READ COMMITTED): a bound, not an exact count.
+                        count = conn.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE state = 'queued'").fetchone()
+                        queued = int(count[0]) if count else 0
+                        if queued >= ask.max_queued:
+                            raise QueueFull(queued, ask.max_queued)
+                    conn.execute(f"INSERT INTO {TABLE} (id, kind, task, params, code_version, device, title, state, "
+                                 f"created_at, client, keep, wanted_until) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+                                 f"'queued', {NOW}, %s, %s, {NOW} + %s) ON CONFLICT (id) DO NOTHING",
+                                 (spec.id, spec.kind, spec.task, spec.params_json, spec.code_version, spec.device,
+                                  spec.title, ask.client, int(ask.keep), ask.want_s))
+                elif known[0] == "queued":
+                    conn.execute(f"UPDATE {TABLE} SET keep = GREATEST(keep, %s), "
+                                 f"wanted_until = GREATEST(COALESCE(wanted_until, 0), {NOW} + %s) WHERE id = %s",
+                                 (int(ask.keep), ask.want_s, spec.id))
+                return conn.execute(f"{SELECT} WHERE id = %s", (spec.id,)).fetchone()
         row = self._run(op)
-        return record(row) if row is not None else self.ensure(spec)
+        return record(row) if row is not None else self.ensure(spec, ask)
+
+    def touch(self, ident: str, want_s: float = WANT_S) -> None:
+        self._run(lambda c: c.execute(f"UPDATE {TABLE} SET wanted_until = GREATEST(COALESCE(wanted_until, 0), "
+                                      f"{NOW} + %s) WHERE id = %s AND state = 'queued'", (want_s, ident)))
+
+    def queued(self) -> int:
+        row = self._run(lambda c: c.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE state = 'queued'").fetchone())
+        return int(row[0]) if row else 0
 
     def get(self, ident: str) -> JobRecord | None:
         row = self._run(lambda c: c.execute(f"{SELECT} WHERE id = %s", (ident,)).fetchone())
@@ -87,15 +128,14 @@ class PostgresJobBackend(PgConnections):
                              "error = 'its runner was lost ' || attempts || ' times (killed or crashed mid-run); "
                              f"not handed on again' WHERE state = 'running' AND lease_until < {NOW} "
                              "AND attempts >= %s", (MAX_ATTEMPTS,))
+                conn.execute(EXPIRE)
                 return conn.execute(
-                    f"UPDATE {TABLE} AS j SET state = 'running', runner = %(runner)s, attempts = j.attempts + 1, "
+                    f"UPDATE {TABLE} AS j SET state = 'running', wanted_until = NULL, runner = %(runner)s, "
+                    "attempts = j.attempts + 1, "
                     f"lease_until = {NOW} + %(lease)s, started_at = {NOW}, "
                     "history = j.history || CASE WHEN j.state = 'running' THEN 'runner ' || COALESCE(j.runner, '?') "
                     f"|| ' lost its lease at ' || round({NOW}) || '; taken over' || chr(10) ELSE '' END "
-                    f"FROM (SELECT id FROM {TABLE} WHERE task = ANY(%(tasks)s) AND device = ANY(%(devices)s) "
-                    "AND code_version = %(code)s "
-                    f"AND (state = 'queued' OR (state = 'running' AND lease_until < {NOW})) "
-                    "ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) AS next "
+                    f"FROM ({NEXT}) AS next "
                     f"WHERE j.id = next.id RETURNING {', '.join('j.' + c for c in COLUMNS)}",
                     {"runner": runner, "lease": lease_s, "tasks": list(tasks), "devices": list(devices),
                      "code": code_version}).fetchone()
@@ -127,6 +167,7 @@ class PostgresJobBackend(PgConnections):
 
     def release(self, ident: str, runner: str) -> bool:
         query = (f"UPDATE {TABLE} SET state = 'queued', runner = NULL, lease_until = NULL, "
+                 f"wanted_until = {NOW} + {WANT_S}, "
                  f"history = history || 'runner ' || %s || ' stopped at ' || round({NOW}) || '; handed back' "
                  "|| chr(10) WHERE id = %s AND runner = %s AND state = 'running'")
         return self._run(lambda c: c.execute(query, (runner, ident, runner)).rowcount) > 0
@@ -134,7 +175,8 @@ class PostgresJobBackend(PgConnections):
     def retry(self, ident: str) -> bool:
         query = (f"UPDATE {TABLE} SET state = 'queued', stage = 'queued', step = 0, done = 0, total = 0, "
                  "fraction = 0, runner = NULL, attempts = 0, error = NULL, started_at = NULL, finished_at = NULL, "
-                 f"seconds = NULL, created_at = {NOW} WHERE id = %s AND state = 'failed'")
+                 f"seconds = NULL, created_at = {NOW}, wanted_until = {NOW} + {WANT_S} "
+                 "WHERE id = %s AND state = 'failed'")
         return self._run(lambda c: c.execute(query, (ident,)).rowcount) > 0
 
     def delete(self, ident: str) -> bool:

@@ -14,7 +14,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.stores.jobs import COLUMNS, MAX_ATTEMPTS, TABLE, JobRecord, JobSpec, lost_note, record
+from app.stores.jobs import (
+    ADDED_COLUMNS,
+    ANYONE,
+    COLUMNS,
+    MAX_ATTEMPTS,
+    TABLE,
+    WANT_S,
+    Ask,
+    JobRecord,
+    JobSpec,
+    QueueFull,
+    lost_note,
+    record,
+)
 from app.stores.uploads import StoreUnavailable
 
 SCHEMA = f"""
@@ -42,11 +55,30 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     error        TEXT,
     history      TEXT NOT NULL DEFAULT '',
     result_size  INTEGER,
+    client       TEXT NOT NULL DEFAULT '',  -- who first asked: runners serve clients in turn
+    keep         INTEGER NOT NULL DEFAULT 0,  -- 1: stays queued though nobody reads it
+    wanted_until REAL,               -- queued, not kept and unread past this: expired (deleted)
     result       BLOB                -- last, so scans of the columns above skip the bytes
 );
 CREATE INDEX IF NOT EXISTS {TABLE}_claimable ON {TABLE} (state, created_at);
 """
+INDEXES = f"CREATE INDEX IF NOT EXISTS {TABLE}_served ON {TABLE} (client, started_at);"
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
+# The claimable rows in the order runners take them: a lapsed running job first (it was started), then
+# the queued ones round-robin over clients: fewest jobs running first (`turn`: a client's running jobs
+# take its first turns), then the client served longest ago (`served`: its last claim; never served
+# first), then the oldest.
+NEXT = f"""
+SELECT q.id, q.state, q.runner FROM (
+    SELECT id, state, runner, task, device, code_version, lease_until, created_at, client,
+           ROW_NUMBER() OVER (PARTITION BY client ORDER BY state = 'running' DESC, created_at) AS turn
+    FROM {TABLE} WHERE state IN ('queued', 'running')) AS q
+LEFT JOIN (SELECT client, MAX(started_at) AS served FROM {TABLE} GROUP BY client) AS s ON s.client = q.client
+WHERE q.task IN ({{tasks}}) AND q.device IN ({{devices}}) AND q.code_version = ?
+  AND (q.state = 'queued' OR (q.state = 'running' AND q.lease_until < ?))
+ORDER BY q.state = 'running' DESC, q.turn, COALESCE(s.served, 0), q.created_at LIMIT 1
+"""
+EXPIRE = f"DELETE FROM {TABLE} WHERE state = 'queued' AND keep = 0 AND (wanted_until IS NULL OR wanted_until < ?)"
 
 
 class SqliteJobBackend:
@@ -59,6 +91,11 @@ class SqliteJobBackend:
             conn = self._conn()
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(SCHEMA)
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({TABLE})")}
+            for name, decl in ADDED_COLUMNS:  # a file an older version made
+                if name not in have:
+                    conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {name} {decl}")
+            conn.execute(INDEXES)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -88,17 +125,35 @@ class SqliteJobBackend:
                     conn.execute("ROLLBACK")
                 raise
 
-    def ensure(self, spec: JobSpec) -> JobRecord:
+    def ensure(self, spec: JobSpec, ask: Ask = ANYONE) -> JobRecord:
+        now = time.time()
+        with self._immediate() as conn:  # the count and the insert under one write lock: the bound holds
+            known = conn.execute(f"SELECT state FROM {TABLE} WHERE id = ?", (spec.id,)).fetchone()
+            if known is None:
+                if ask.max_queued is not None:
+                    queued = conn.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE state = 'queued'").fetchone()[0]
+                    if queued >= ask.max_queued:
+                        raise QueueFull(queued, ask.max_queued)
+                conn.execute(f"INSERT INTO {TABLE} (id, kind, task, params, code_version, device, title, state, "
+                             "created_at, client, keep, wanted_until) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                             (spec.id, spec.kind, spec.task, spec.params_json, spec.code_version, spec.device,
+                              spec.title, now, ask.client, int(ask.keep), now + ask.want_s))
+            elif known[0] == "queued":
+                conn.execute(f"UPDATE {TABLE} SET keep = MAX(keep, ?), "
+                             "wanted_until = MAX(COALESCE(wanted_until, 0), ?) WHERE id = ?",
+                             (int(ask.keep), now + ask.want_s, spec.id))
+            found = conn.execute(f"{SELECT} WHERE id = ?", (spec.id,)).fetchone()
+        return record(found)
+
+    def touch(self, ident: str, want_s: float = WANT_S) -> None:
         with self._errors():
-            conn = self._conn()
-            conn.execute(f"INSERT OR IGNORE INTO {TABLE} (id, kind, task, params, code_version, device, title, state, "
-                         "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
-                         (spec.id, spec.kind, spec.task, spec.params_json, spec.code_version, spec.device,
-                          spec.title, time.time()))
-        found = self.get(spec.id)
-        if found is None:  # deleted by an operator between the two statements: once more
-            return self.ensure(spec)
-        return found
+            self._conn().execute(f"UPDATE {TABLE} SET wanted_until = MAX(COALESCE(wanted_until, 0), ?) "
+                                 "WHERE id = ? AND state = 'queued'", (time.time() + want_s, ident))
+
+    def queued(self) -> int:
+        with self._errors():
+            return int(self._conn().execute(f"SELECT COUNT(*) FROM {TABLE} WHERE state = 'queued'").fetchone()[0])
 
     def get(self, ident: str) -> JobRecord | None:
         with self._errors():
@@ -121,15 +176,15 @@ class SqliteJobBackend:
                          "error = 'its runner was lost ' || attempts || ' times (killed or crashed mid-run); "
                          "not handed on again' WHERE state = 'running' AND lease_until < ? AND attempts >= ?",
                          (now, now, MAX_ATTEMPTS))
-            row = conn.execute(
-                f"SELECT id, state, runner FROM {TABLE} WHERE task IN ({marks}) AND device IN ({dev_marks}) "
-                "AND code_version = ? AND (state = 'queued' OR (state = 'running' AND lease_until < ?)) "
-                "ORDER BY created_at LIMIT 1", (*tasks, *devices, code_version, now)).fetchone()
+            conn.execute(EXPIRE, (now,))
+            row = conn.execute(NEXT.format(tasks=marks, devices=dev_marks),
+                               (*tasks, *devices, code_version, now)).fetchone()
             if row is None:
                 return None
             note = lost_note(row[2], now) if row[1] == "running" else ""
-            conn.execute(f"UPDATE {TABLE} SET state = 'running', runner = ?, attempts = attempts + 1, "
-                         "lease_until = ?, started_at = ?, history = history || ? WHERE id = ?",
+            conn.execute(f"UPDATE {TABLE} SET state = 'running', wanted_until = NULL, runner = ?, "
+                         "attempts = attempts + 1, lease_until = ?, started_at = ?, history = history || ? "
+                         "WHERE id = ?",
                          (runner, now + lease_s, now, note, row[0]))
             found = conn.execute(f"{SELECT} WHERE id = ?", (row[0],)).fetchone()
         return record(found)
@@ -168,9 +223,9 @@ class SqliteJobBackend:
     def release(self, ident: str, runner: str) -> bool:
         with self._errors():
             cur = self._conn().execute(
-                f"UPDATE {TABLE} SET state = 'queued', runner = NULL, lease_until = NULL, "
+                f"UPDATE {TABLE} SET state = 'queued', runner = NULL, lease_until = NULL, wanted_until = ?, "
                 "history = history || ? WHERE id = ? AND runner = ? AND state = 'running'",
-                (f"runner {runner} stopped at {time.time():.0f}; handed back\n", ident, runner))
+                (time.time() + WANT_S, f"runner {runner} stopped at {time.time():.0f}; handed back\n", ident, runner))
         return cur.rowcount > 0
 
     def retry(self, ident: str) -> bool:
@@ -178,7 +233,8 @@ class SqliteJobBackend:
             cur = self._conn().execute(
                 f"UPDATE {TABLE} SET state = 'queued', stage = 'queued', step = 0, done = 0, total = 0, "
                 "fraction = 0, runner = NULL, attempts = 0, error = NULL, started_at = NULL, finished_at = NULL, "
-                "seconds = NULL, created_at = ? WHERE id = ? AND state = 'failed'", (time.time(), ident))
+                "seconds = NULL, created_at = ?, wanted_until = ? WHERE id = ? AND state = 'failed'",
+                (time.time(), time.time() + WANT_S, ident))
         return cur.rowcount > 0
 
     def delete(self, ident: str) -> bool:
