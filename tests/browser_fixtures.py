@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, expect, sync_playwright
+from runs import start_default_runs
 from snapshots import SEED_PATH, framing_snapshot, other_snapshot
 
 from app.house import create_app
@@ -83,6 +84,7 @@ def serving(folder: Path, name: str = "uvicorn") -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
         assert json.load(r) == {"status": "ok"}
+    start_default_runs(app)  # the toy's default paths, as `python -m app` queues them at start-up (lifespan off here)
     try:
         yield url
     finally:

@@ -13,6 +13,9 @@ os.environ.setdefault("COMPUTE_PROCESSES", "0")
 # Their training-path jobs run on runner threads in the same process (JOB_RUNNER=thread): a TestClient
 # runs no lifespan, so no runner child would start. Real servers drop it too (the default: a child).
 os.environ.setdefault("JOB_RUNNER", "thread")
+# The server queues its kinds' default runs at start-up (DEFAULT_RUNS); the suite's apps do not, so no
+# test finds a run it did not start (the start-up test turns it on for its own server).
+os.environ.setdefault("DEFAULT_RUNS", "0")
 # Apps built with default settings keep uploads and jobs under XDG_DATA_HOME: a folder of this run's,
 # never the home directory (DATA_DIR or UPLOADS_DIR, where a test sets one, still wins).
 os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="grpo-tests-"))

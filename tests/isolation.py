@@ -41,7 +41,7 @@ class ProcessState:
                    default_dtype=torch.get_default_dtype(), environ=dict(os.environ),
                    limiter=(getattr(LIMITER, "slots", None), getattr(LIMITER, "max_waiting", None),
                             getattr(LIMITER, "timeout_s", None)),
-                   jobs=(JOBS._store, dict(JOBS.tasks), JOBS.mode, JOBS._lease_s, JOBS._devices))
+                   jobs=(JOBS._store, dict(JOBS.tasks), JOBS.mode, JOBS._lease_s, JOBS._devices, JOBS.want_s))
 
     def restore(self) -> None:
         if torch.get_num_threads() != self.threads:
@@ -54,13 +54,13 @@ class ProcessState:
         slots, waiting, timeout_s = self.limiter
         if slots is not None and (LIMITER.slots, LIMITER.max_waiting, LIMITER.timeout_s) != self.limiter:
             LIMITER.configure(slots, waiting, timeout_s)
-        store, tasks, mode, lease_s, devices = self.jobs
-        if JOBS._store is not store or JOBS.mode != mode or JOBS.tasks != tasks:
+        store, tasks, mode, lease_s, devices, want_s = self.jobs
+        if JOBS._store is not store or JOBS.mode != mode or JOBS.tasks != tasks or JOBS.want_s != want_s:
             if store is None:  # as a fresh process has it: no store, no runner threads
                 JOBS.shutdown()
                 JOBS._store, JOBS.tasks, JOBS.mode = None, {}, "off"
             else:
-                JOBS.configure(store, tasks, mode, lease_s, devices)
+                JOBS.configure(store, tasks, mode, lease_s, devices, want_s)
 
 
 _baseline: ProcessState | None = None

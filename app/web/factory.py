@@ -144,8 +144,10 @@ def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSe
     app.include_router(walkthroughs_api.router)
     for kind in kind_registry.kinds:  # a kind's routes first: they are more specific than the house's
         kind.install(app)
-    from app.web.jobs.setup import install_jobs
+    from app.web.jobs.setup import install_default_runs, install_jobs
     install_jobs(app, settings)
+    if settings.default_runs:
+        install_default_runs(app, [k.default_runs for k in kind_registry.kinds if k.default_runs is not None])
     app.include_router(docs.router)
     app.include_router(pages.router)
     return app

@@ -79,9 +79,12 @@ class Kind:
     # (task name, params). KeyError for a path it does not have; ValueError names a bad parameter.
     path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
     # The jobs a step page will read (a training path its URL names): awaited on the event loop
-    # before the page takes a compute slot (web/jobs/wait.py). [] for none, or for a query the page
-    # itself will refuse.
+    # before the page takes a compute slot (web/jobs/wait.py), and started by a POST to the page's
+    # own address (its Run button). [] for none, or for a query the page itself will refuse.
     step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None
+    # Its runs for the default parameters, which the server itself queues at start-up (DEFAULT_RUNS),
+    # so a first visitor finds them computed: a GET never starts one (web/jobs/start.py).
+    default_runs: Callable[[FastAPI], list[tuple[str, dict[str, Any]]]] | None = None
     # A file format of its own: such files open as this kind whatever their graph
     reader: Reader | None = None
     # Its own walkthrough files, listed first with what they teach (the first loaded one is `/`)

@@ -63,6 +63,17 @@ class Settings(BaseSettings):
     # for JOB_LEASE_S (killed, crashed, its machine gone) loses its job to another runner.
     job_runner: Literal["process", "thread", "off"] = "process"
     job_lease_s: float = Field(30.0, ge=1.0, le=3600.0)
+    # Only a POST starts a run (docs/explanation/jobs.md, "A fair, bounded queue"). Each client (its
+    # address) may start JOB_STARTS_BURST runs at once and JOB_STARTS_PER_MIN a minute after that
+    # (then 429 + Retry-After); past JOB_QUEUE_MAX queued runs in the store, a new one gets 503 +
+    # Retry-After and nothing is stored. A queued run nobody reads for JOB_WANT_S expires. DEFAULT_RUNS:
+    # the server queues its kinds' default runs at start-up (kept until done), so a first visitor finds
+    # them computed.
+    job_want_s: float = Field(60.0, ge=1.0, le=86_400.0)
+    job_starts_burst: int = Field(20, ge=1, le=100_000)
+    job_starts_per_min: float = Field(30.0, gt=0, le=1_000_000)
+    job_queue_max: int = Field(200, ge=1, le=1_000_000)
+    default_runs: bool = True
 
     @property
     def resolved_data_dir(self) -> Path:

@@ -65,7 +65,9 @@ def comparable(result: dict) -> dict:
 
 
 def poll_all(urls: list[str], timeout: float = 300) -> tuple[list[tuple[str, float]], list[dict]]:
-    """Read the job from each server in turn until all say done: (server, fraction) in read order."""
+    """Start the job on the first server (a POST: a GET never does), then read it from each server in
+    turn until all say done: (server, fraction) in read order."""
+    assert httpx.post(urls[0], timeout=30).status_code in (200, 202)
     seen, finals, deadline = [], {}, time.monotonic() + timeout
     while len(finals) < len(urls):
         for url in urls:
@@ -106,6 +108,7 @@ def test_kill_9_of_the_runner_mid_job_another_finishes_it_with_the_same_result(t
     seed, scale = 37, 0.6
     with running_server(folder(tmp_path / "a"), env=store_env) as a, running_server(folder(tmp_path / "b"), env=store_env) as b:
         url = a.url + PATH.format(seed=seed, scale=scale)
+        assert httpx.post(url, timeout=30).status_code == 202
         deadline = time.monotonic() + 120
         while True:
             body = httpx.get(url, timeout=30).json()

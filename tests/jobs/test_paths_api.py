@@ -1,5 +1,5 @@
-"""The one path API of every kind (GET /api/walkthroughs/{id}/paths/{path}), in-process (runner
-threads, JOB_RUNNER=thread): 202 while queued or running, 200 when done with the result, the same
+"""The one path API of every kind (POST /api/walkthroughs/{id}/paths/{path} starts, GET reads), in-process
+(runner threads, JOB_RUNNER=thread): 202 while queued or running, 200 when done with the result, the same
 numbers the toy's own API gives; typed in OpenAPI; refusals; and a failing job (a fault injected
 in the task) shown as failed with its error, on the API and on the page, then started again."""
 from __future__ import annotations
@@ -21,6 +21,9 @@ def client(make_client, tmp_path_factory):
 
 
 def poll(client, url: str, timeout: float = 120.0) -> list[dict]:
+    """Start the path (a POST: a GET never does), then read it until it is finished."""
+    started = client.post(url)
+    assert started.status_code in (200, 202), started.text
     bodies, deadline = [], time.monotonic() + timeout
     while True:
         r = client.get(url)
@@ -147,6 +150,8 @@ def test_a_failed_run_on_the_page_shows_its_error_and_a_try_again_button(make_cl
     failing = dataclasses.replace(real, run=lambda params, progress: 1 / 0)
     monkeypatch.setitem(JOBS.tasks, "lm_path", failing)
     box = "/walkthroughs/tiny_lm_grpo/paths/r1?seed=17"
+    assert 'id="lm-path-start"' in client.get(box, headers={"HX-Request": "true"}).text  # Run, not started
+    assert client.post(box, headers={"HX-Request": "true"}).status_code == 200  # its Run button
     deadline = time.monotonic() + 60
     while "The run failed" not in (r := client.get(box, headers={"HX-Request": "true"})).text:
         assert time.monotonic() < deadline

@@ -26,7 +26,8 @@ def test_a_no_runner_server_only_serves_and_a_worker_computes_for_it(tmp_path):
     env = {"DATA_DIR": str(tmp_path / "data"), "COMPUTE_PROCESSES": "0", "DEVICE": "cpu", "JOB_LEASE_S": "3"}
     (tmp_path / "web").mkdir()
     with running_server(tmp_path / "web", "--no-runner", env=env) as web:
-        assert httpx.get(web.url + PATH, timeout=30).status_code == 202
+        assert httpx.get(web.url + PATH, timeout=30).status_code == 404  # a GET starts nothing
+        assert httpx.post(web.url + PATH, timeout=30).status_code == 202
         time.sleep(3)
         body = httpx.get(web.url + PATH, timeout=30).json()
         assert body["state"] == "queued" and body["run"]["computed_by"] is None  # nobody computes it here

@@ -26,8 +26,9 @@ def test_a_page_waiting_for_its_runs_leaves_the_compute_worker_free(tmp_path):
     with running_server(tmp_path / "web", env=env) as server:
         assert httpx.get(server.url + TENSORS.format(1), timeout=120).status_code == 200  # the worker is up
         answers: dict[str, httpx.Response] = {}
-        page = threading.Thread(target=lambda: answers.update(page=httpx.get(
-            server.url + "/walkthroughs/toy_grpo/steps/clip?process=r1&seed=91", timeout=120)))
+        # its Run button (a POST: the runs queued), then the page itself (the 303), which waits for them
+        page = threading.Thread(target=lambda: answers.update(page=httpx.post(
+            server.url + "/walkthroughs/toy_grpo/steps/clip?process=r1&seed=91", timeout=120, follow_redirects=True)))
         page.start()
         time.sleep(1.0)  # the page now waits for its three runs, which no runner takes yet
         t0 = time.monotonic()

@@ -192,7 +192,8 @@ URLS = {  # every /api operation of the document, as a URL that reaches its hand
 def test_known_names_are_the_documented_parameters(client, openapi):
     """Derived from each route's parameters (its dependencies' too), so they match the document."""
     operations = {(path, method) for path, ops in openapi["paths"].items() if path.startswith("/api") for method in ops}
-    posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post")}
+    posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post"),
+             ("/api/processes/{process_id}", "post"), ("/api/processes/compare", "post")}  # POSTs start runs
     # a recorded step's routes need a record: one is uploaded (tests/record_factory.py)
     upload = client.post("/api/walkthroughs", files={"file": ("r.json", json.dumps(make_record()), "application/json")})
     record_id = upload.json()["id"]
@@ -240,7 +241,7 @@ def test_head_answers_as_get(client, url):
 @pytest.mark.parametrize("method, url, allow", [
     ("DELETE", "/api/walkthroughs", "GET, HEAD, POST"),
     ("PUT", "/healthz", "GET, HEAD"),
-    ("POST", "/api/processes/r1", "GET, HEAD"),
+    ("DELETE", "/api/processes/r1", "GET, HEAD, POST"),
     ("POST", "/docs", "GET, HEAD"),
     ("PATCH", "/openapi.json", "GET, HEAD"),
     ("DELETE", "/static/favicon.svg", "GET, HEAD"),

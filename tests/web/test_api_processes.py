@@ -1,12 +1,15 @@
 """Process API routes and the tensors endpoint in process mode."""
 import pytest
+from runs import start, start_default_runs
 
 TENSORS = "/api/walkthroughs/toy_grpo/tensors"
 
 
 @pytest.fixture(scope="module")
 def client(make_client):
-    return make_client()
+    client = make_client()
+    start_default_runs(client.app)  # as `python -m app` does at start-up: the default paths' runs
+    return client
 
 
 def test_list_processes(client):
@@ -21,6 +24,7 @@ def test_list_processes(client):
 
 
 def test_process_run_has_curves_per_stage(client):
+    start(client, "/api/processes/r1?seed=2")  # a GET never starts a run
     body = client.get("/api/processes/r1", params={"seed": 2}).json()
     assert body["seed"] == 2
     rl = body["stages"][1]

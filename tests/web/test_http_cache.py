@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
+from runs import start_default_runs
 
 from app.web.middleware.http_cache import none_match
 from app.web.rendering import static_url
@@ -38,7 +39,9 @@ DETERMINISTIC = [
 
 @pytest.fixture(scope="module")
 def client(make_client):
-    return make_client(follow_redirects=False, raise_server_exceptions=False)
+    client = make_client(follow_redirects=False, raise_server_exceptions=False)
+    start_default_runs(client.app)  # as `python -m app` does at start-up: the default paths' runs
+    return client
 
 
 def vary(response) -> set[str]:

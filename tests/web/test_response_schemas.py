@@ -13,6 +13,7 @@ import requests
 import schemathesis
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, TypeAdapter
+from runs import start_default_runs
 from snapshots import other_snapshot
 
 from app.engine.runtime.compute import LIMITER
@@ -20,7 +21,7 @@ from app.house import create_app
 from app.kinds.toy.web.schemas.compare import CompareBody
 from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
 from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
-from app.web.schemas.errors import ErrorBody, ParamError, ValidationErrorBody
+from app.web.schemas.errors import ErrorBody, NotStartedBody, ParamError, ValidationErrorBody
 from app.web.schemas.health import HealthBody
 from app.web.schemas.jobs import PathJobBody
 from app.web.schemas.walkthroughs import UploadBody, WalkthroughItem, WalkthroughSummary
@@ -34,7 +35,9 @@ REF = "#/components/schemas/"
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    return TestClient(create_app(Settings(uploads_dir=tmp_path_factory.mktemp("uploads"))))
+    client = TestClient(create_app(Settings(uploads_dir=tmp_path_factory.mktemp("uploads"))))
+    start_default_runs(client.app)  # as `python -m app` does at start-up: the default paths' runs
+    return client
 
 
 @pytest.fixture(scope="module")
@@ -212,19 +215,19 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
     ("/api/walkthroughs", {"422": ValidationErrorBody}),  # an unknown query parameter
     ("/api/processes", {"422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}", {"404": ErrorBody, "422": ValidationErrorBody}),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
+    ("/api/walkthroughs/{walkthrough_id}/tensors", {"404": NotStartedBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                     "503": ErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/compare", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                     "503": ErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/tokens", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                    "503": ErrorBody}),
-    ("/api/processes/{process_id}", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),
+    ("/api/processes/{process_id}", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/schemas/step-record", {"422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/record", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                    "503": ErrorBody}),
-    ("/api/processes/compare", {"422": ValidationErrorBody, "503": ErrorBody}),
+    ("/api/processes/compare", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
     # a job: 202 while queued or running, with the same body as its 200
-    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", {"202": PathJobBody, "404": ErrorBody, "409": ErrorBody,
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", {"202": PathJobBody, "404": NotStartedBody, "409": ErrorBody,
                                                          "422": ValidationErrorBody, "503": ErrorBody}),
 ]
 
@@ -281,7 +284,7 @@ DOCUMENTED = [  # (path in the document, URL): GET bodies checked against the do
     ("/api/processes/{process_id}", "/api/processes/nope"),
     ("/api/processes/compare", "/api/processes/compare"),
     ("/api/processes/compare", "/api/processes/compare?seed=-1"),
-    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?seed=3"),
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?seed=0"),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/tiny_lm_grpo/paths/r1?scale=5"),
 ]
 
@@ -338,10 +341,14 @@ REAL_ERRORS = [
     ("/api/processes/{process_id}", "/api/processes/r1?stage=sft", 422),
     ("/api/processes/compare", "/api/processes/compare?iterations_scale=9", 422),
     ("/api/processes/compare", "/api/processes/compare?scale=2", 422),
+    ("/api/processes/compare", "/api/processes/compare?seed=77", 404),  # not started: a GET never starts it
+    ("/api/processes/{process_id}", "/api/processes/r1?seed=77", 404),
+    ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?seed=77", 404),
+    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1&seed=77", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/ppo", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?iterations_scale=9", 422),
 ]
-MODELS = {ref(m): m for m in (ErrorBody, ValidationErrorBody)}
+MODELS = {ref(m): m for m in (ErrorBody, ValidationErrorBody, NotStartedBody)}
 
 
 def test_every_declared_404_and_422_is_exercised(openapi):

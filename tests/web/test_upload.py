@@ -337,7 +337,8 @@ def test_nested_process_runs_do_not_deadlock_on_one_slot(tmp_path):
     env = {"COMPUTE_SLOTS": "1", "COMPUTE_QUEUE": "4"}
     with running_server(tmp_path, "--device", "cpu", "--log-level", "warning", env=env) as server:
         # distillation starts from R1's checkpoints: a process run inside a process run
-        response = httpx.get(server.url + "/api/processes/distillation?seed=321", timeout=30)
+        response = httpx.post(server.url + "/api/processes/distillation?seed=321", timeout=30)
         assert response.status_code == 200, response.text[:300]
-        page = httpx.get(server.url + "/walkthroughs/toy_grpo/steps/clip?seed=322&process=distillation", timeout=30)
-        assert page.status_code == 200
+        page = httpx.post(server.url + "/walkthroughs/toy_grpo/steps/clip?seed=322&process=distillation", timeout=30,
+                          follow_redirects=True)  # its Run button, then the page
+        assert page.status_code == 200 and "Not computed yet" not in page.text

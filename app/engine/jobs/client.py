@@ -9,6 +9,10 @@ the store, the kinds' tasks and where runs are computed:
 - "off": by someone else's runners (a web replica with --no-runner); rows wait for them.
 Reads go to the store every time (any worker or replica may have moved the job on); only a
 finished result's decoding is kept, by job id, since a job id's result never changes.
+
+Only `submit` creates work, and only a request that asks for work (a POST) or the server itself (its
+default runs, at start-up) calls it; a page or API read (a GET) `find`s: it reads a job somebody
+asked for, and marks a queued one as still wanted, but never queues one (docs/explanation/jobs.md).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Any, Literal
 from app.engine.jobs import codec
 from app.engine.jobs.runner import JobRunner
 from app.engine.jobs.tasks import JobTask, lanes
-from app.stores.jobs import JobBackend, JobRecord
+from app.stores.jobs import ANYONE, WANT_S, Ask, JobBackend, JobRecord
 
 Mode = Literal["process", "thread", "off"]
 KEEP_DECODED = 16
@@ -44,13 +48,14 @@ class JobClient:
         self._stop = threading.Event()
         self._lease_s = 30.0
         self._devices: tuple[str, ...] = ("cpu",)
+        self.want_s = WANT_S  # a queued job nobody reads this long expires (app/stores/jobs)
 
     def configure(self, store: JobBackend, tasks: Mapping[str, JobTask], mode: Mode, lease_s: float = 30.0,
-                  devices: tuple[str, ...] = ("cpu",)) -> None:
+                  devices: tuple[str, ...] = ("cpu",), want_s: float = WANT_S) -> None:
         self.shutdown()
         with self._lock:
             self._store, self.tasks, self.mode = store, dict(tasks), mode
-            self._lease_s, self._devices = lease_s, devices
+            self._lease_s, self._devices, self.want_s = lease_s, devices, want_s
             self._decoded.clear()
             self._stop = threading.Event()
 
@@ -63,15 +68,24 @@ class JobClient:
     def task(self, name: str) -> JobTask:
         return self.tasks[name]
 
-    def submit(self, task: str, params: Mapping[str, Any]) -> JobRecord:
-        """The job of (task, params): found, or queued now. Never starts a second run of one job."""
-        job = self.store.ensure(self.task(task).spec(params))
+    def submit(self, task: str, params: Mapping[str, Any], ask: Ask = ANYONE) -> JobRecord:
+        """The job of (task, params): found, or queued now (QueueFull past `ask.max_queued`). Never
+        starts a second run of one job."""
+        job = self.store.ensure(self.task(task).spec(params), ask)
         if job.state == "queued":
             self._nudge()
         return job
 
+    def find(self, task: str, params: Mapping[str, Any]) -> JobRecord | None:
+        """The job of (task, params) if somebody asked for it, else None: never queues one. A queued job
+        read here is still wanted (it does not expire while someone reads it)."""
+        return self.status(self.task(task).spec(params).id)
+
     def status(self, ident: str) -> JobRecord | None:
-        return self.store.get(ident)
+        job = self.store.get(ident)
+        if job is not None and job.state == "queued":
+            self.store.touch(ident, self.want_s)
+        return job
 
     def result(self, job: JobRecord) -> Any | None:
         """A done job's result, decoded (once per process and id); None if it is not done (or was deleted)."""
@@ -91,13 +105,14 @@ class JobClient:
                 self._decoded.popitem(last=False)
         return value
 
-    def wait(self, task: str, params: Mapping[str, Any], timeout_s: float, poll_s: float = 0.05) -> JobRecord:
-        """Submit and wait (on this thread, never the event loop) until the job is finished or `timeout_s` passed."""
-        job = self.submit(task, params)
+    def wait(self, task: str, params: Mapping[str, Any], timeout_s: float, poll_s: float = 0.05) -> JobRecord | None:
+        """Wait (on this thread, never the event loop) until the job somebody asked for is finished or
+        `timeout_s` passed; None if nobody asked for it (or it expired, or was deleted)."""
+        job = self.find(task, params)
         deadline = time.monotonic() + timeout_s
-        while not job.finished and time.monotonic() < deadline:
+        while job is not None and not job.finished and time.monotonic() < deadline:
             time.sleep(poll_s)
-            job = self.status(job.id) or self.submit(task, params)
+            job = self.status(job.id)
         return job
 
     def retry(self, ident: str) -> bool:
@@ -142,10 +157,21 @@ class JobFailed(RuntimeError):
     """A job the caller waited on failed; its stored error is the message."""
 
 
+class NotStarted(LookupError):
+    """A read needs runs that nobody has asked for: a page offers to start them (a POST), an API
+    answers 404 saying which request starts them. Nothing was queued."""
+
+    def __init__(self, titles: list[str], start: str | None = None) -> None:
+        super().__init__(f"not computed yet: {', '.join(titles)}")
+        self.titles, self.start = titles, start  # start: the request that starts them, "POST /api/…"
+
+
 def wait_result(task: str, params: Mapping[str, Any], timeout_s: float) -> Any:
-    """For a caller that needs the result now (a kind's short runs): the result, or JobFailed /
-    TimeoutError. The run itself still happens once, in a runner, and is kept."""
+    """For a caller that needs the result now (a kind's short runs): the result, or NotStarted (nobody
+    asked for the run), JobFailed or TimeoutError. The run itself happens once, in a runner, and is kept."""
     job = JOBS.wait(task, params, timeout_s)
+    if job is None:
+        raise NotStarted([JOBS.task(task).spec(params).title])
     if job.state == "failed":
         raise JobFailed(job.error or "failed")
     value = JOBS.result(job)

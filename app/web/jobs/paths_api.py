@@ -1,5 +1,5 @@
-"""One path API for every kind: a training path is a job in the store; GET starts it
-if need be and reads it, POST starts a failed one again. Thin: app/engine/jobs does the work."""
+"""One path API for every kind: a training path is a job in the store; POST starts it (or a failed
+one again), GET reads it and never starts one. Thin: app/engine/jobs does the work."""
 from __future__ import annotations
 
 from typing import Annotated, Any
@@ -7,13 +7,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
-from app.engine.jobs.client import JOBS
+from app.engine.jobs.client import JOBS, NotStarted
 from app.stores.jobs import JobRecord
 from app.web.conventions_query import ConventionsQuery
 from app.web.deps import CatalogDep, StrictQueryRoute, find_loaded
 from app.web.errors import NotFound, NotRunnable
-from app.web.schemas.errors import INVALID, error
+from app.web.jobs.start import start_jobs
+from app.web.schemas.errors import INVALID, NotStartedBody, error
 from app.web.schemas.jobs import PathJobBody, job_payload
 
 router = APIRouter(prefix="/api", tags=["paths"], route_class=StrictQueryRoute)
@@ -33,16 +35,21 @@ async def given_conventions(query: Annotated[ConventionsQuery, Query()]) -> dict
 
 
 GivenConventions = Annotated[dict[str, Any], Depends(given_conventions)]
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
 RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": PathJobBody, "description": "Done (with `result`) or failed (with `error`)."},
-    202: {"model": PathJobBody, "description": "Queued or running: poll the same URL."},
-    404: error("Unknown walkthrough, or a path its kind does not have."),
+    202: {"model": PathJobBody, "description": "Queued or running: poll the same URL (a queued run nobody "
+                                               "reads for 60 s expires)."},
+    404: error("Unknown walkthrough, a path its kind does not have, or (GET) a run nobody has started: "
+               "`start` names the POST that starts it.", NotStartedBody),
     409: error("The walkthrough is view-only: no engine of this app runs it, so it has no paths."),
     422: INVALID,
-    503: error("The job store cannot be reached just now; try again.",
-               headers={"Retry-After": {"description": "Seconds to wait before retrying.",
-                                        "schema": {"type": "integer"}}}),
+    503: error("The job store cannot be reached just now, or (POST) the queue of runs is full: nothing was "
+               "stored; try again.", headers=RETRY_AFTER),
 }
+POST_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **RESPONSES, 429: error("This client has started its share of runs (JOB_STARTS_BURST, then "
+                            "JOB_STARTS_PER_MIN): nothing was stored.", headers=RETRY_AFTER)}
 
 
 def _job(request: Request, cat, walkthrough_id: str, path: str, query: dict[str, Any]) -> tuple[str, dict]:
@@ -79,22 +86,26 @@ def _query(seed: int | None, scale: float | None, iterations_scale: int | None,
 @router.get("/walkthroughs/{walkthrough_id}/paths/{path}", responses=RESPONSES, response_model=None)
 def get_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, conventions: GivenConventions,
              seed: Seed = None, scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
-    """A training path of this walkthrough's kind, run on the server as a job: queued if nobody asked
-    for it yet, computed once by one runner for every worker and replica, kept until an operator
-    deletes it (`python -m app.jobs delete ID`)."""
+    """A training path of this walkthrough's kind, as its job stands: done, failed, queued or running.
+    A GET never starts one (a link, a prefetcher or a crawler costs nothing): a run nobody started is a
+    404 naming the POST that starts it. Reading a queued run keeps it wanted."""
     task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
-    return _answer(JOBS.submit(task, params))
-
-
-@router.post("/walkthroughs/{walkthrough_id}/paths/{path}", responses=RESPONSES, response_model=None)
-def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, conventions: GivenConventions,
-               seed: Seed = None, scale: Scale = None, iterations_scale: IterationsScale = None) -> JSONResponse:
-    """Start a failed path again (a job that is queued, running or done is left as it is and read)."""
-    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
-    job = JOBS.submit(task, params)
-    if job.state == "failed" and JOBS.retry(job.id):
-        job = JOBS.status(job.id) or JOBS.submit(task, params)
+    job = JOBS.find(task, params)
+    if job is None:
+        raise NotStarted([JOBS.task(task).spec(params).title])
     return _answer(job)
+
+
+@router.post("/walkthroughs/{walkthrough_id}/paths/{path}", responses=POST_RESPONSES, response_model=None)
+async def start_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep,
+                     conventions: GivenConventions, seed: Seed = None, scale: Scale = None,
+                     iterations_scale: IterationsScale = None) -> JSONResponse:
+    """Start a training path on the server (a failed one again; one queued, running or done is read as
+    it is): computed once by one runner for every worker and replica, kept until an operator deletes
+    it (`python -m app.jobs delete ID`). Limited per client (429) and by the queue's bound (503)."""
+    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
+    (job,) = await start_jobs(request, [(task, params)])
+    return await run_in_threadpool(_answer, job)
 
 
 def install(app) -> None:

@@ -7,20 +7,27 @@ answers for a failed or unfinished run, and, with JOB_RUNNER=process, the runner
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.engine.jobs.client import JOBS, JobFailed
+from app.engine.jobs.client import JOBS, JobFailed, NotStarted
 from app.engine.jobs.tasks import JobTask
-from app.stores.jobs import open_job_backend
+from app.stores.jobs import QueueFull, open_job_backend
 from app.stores.uploads import StoreUnavailable
 from app.web.jobs import paths_api
 from app.web.jobs.runner_process import RunnerProcess
+from app.web.jobs.start import StartLimiter, TooManyStarts, queue_default_runs
 from app.web.lifespan import with_server
-from app.web.rendering import render_error
+from app.web.middleware.http_cache import CHANGES_NOW
+from app.web.rendering import VARY, render_error, templates, wants_fragment
 from app.web.settings import Settings
+
+# Seconds a client refused for a full queue is told to wait: about what the runners need for a few
+# short runs; a long queue drains no faster for being asked sooner.
+QUEUE_FULL_RETRY_S = 10
 
 log = logging.getLogger("app.jobs")
 
@@ -29,11 +36,37 @@ def configure_jobs(settings: Settings, tasks: Mapping[str, JobTask]) -> None:
     """The client of this process. With JOB_RUNNER=process (a served app) no process but the runner
     child computes; "thread" (the test suite's in-process apps) starts runner threads on first use."""
     store = open_job_backend(settings.resolved_data_dir, settings.database_url)
-    JOBS.configure(store, tasks, settings.job_runner, settings.job_lease_s)
+    JOBS.configure(store, tasks, settings.job_runner, settings.job_lease_s, want_s=settings.job_want_s)
 
 
 def install_jobs(app: FastAPI, settings: Settings) -> None:
     paths_api.install(app)
+    app.state.job_starts = StartLimiter(settings.job_starts_burst, settings.job_starts_per_min)
+
+    @app.exception_handler(NotStarted)
+    async def _not_started(request: Request, exc: NotStarted):
+        # A read of runs nobody asked for: nothing was queued. The page says what it would compute and
+        # offers Run (a POST to the same address); the API names the request that starts them.
+        if request.url.path.startswith("/api/"):
+            start = exc.start or f"POST {request.url.path}{'?' + request.url.query if request.url.query else ''}"
+            response = JSONResponse({"error": f"{exc}; a GET never starts a run: {start} starts it",
+                                     "start": start, "runs": exc.titles}, status_code=404)
+        else:
+            action = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            page = "partials/not_started.html" if wants_fragment(request) else "pages/not_started.html"
+            response = templates.TemplateResponse(request, page, {"titles": exc.titles, "action": action})
+            response.headers["Vary"] = VARY
+        response.headers["Cache-Control"] = CHANGES_NOW
+        return response
+
+    @app.exception_handler(TooManyStarts)
+    async def _too_many(request: Request, exc: TooManyStarts):
+        return _refused(request, 429, "Too many runs started", str(exc), exc.retry_after_s)
+
+    @app.exception_handler(QueueFull)
+    async def _queue_full(request: Request, exc: QueueFull):
+        return _refused(request, 503, "The queue of runs is full", f"{exc}; nothing was queued. Try again shortly.",
+                        QUEUE_FULL_RETRY_S)
 
     @app.exception_handler(JobFailed)
     async def _failed(request: Request, exc: JobFailed):
@@ -61,3 +94,25 @@ def install_jobs(app: FastAPI, settings: Settings) -> None:
     runner = RunnerProcess(settings)
     app.state.job_runner = runner
     with_server(app, runner.start, runner.stop)  # the runner starts with the server and stops with it
+
+
+DefaultRuns = Callable[[FastAPI], list[tuple[str, dict[str, Any]]]]
+
+
+def install_default_runs(app: FastAPI, kinds_runs: Sequence[DefaultRuns]) -> None:
+    """The kinds' default runs, queued by the server itself when it starts (DEFAULT_RUNS): never by a GET."""
+    def start() -> None:
+        try:
+            queue_default_runs(job for runs in kinds_runs for job in runs(app))
+        except StoreUnavailable as exc:  # the store is down: the server still serves; a POST starts them later
+            log.warning("default runs not queued: %s", exc)
+    with_server(app, start, lambda: None)
+
+
+def _refused(request: Request, status: int, title: str, message: str, retry_after_s: int):
+    if request.url.path.startswith("/api/"):
+        response = JSONResponse({"error": message}, status_code=status)
+    else:
+        response = render_error(request, status, title, message)
+    response.headers.update({"Retry-After": str(retry_after_s), "Cache-Control": "no-store"})
+    return response

@@ -13,17 +13,25 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from app.engine.jobs.client import JOBS, JobFailed
+from app.engine.jobs.client import JOBS, JobFailed, NotStarted
 from app.engine.runtime.compute import ComputeBusy
 
 WAIT_S = 60.0  # as long as a kind's own short runs wait (JobClient.wait_result); past it, a 503 + Retry-After
 POLL_S = 0.05
 
 
-async def await_jobs(needed: Iterable[tuple[str, Mapping[str, Any]]], timeout_s: float = WAIT_S) -> None:
-    """Submit each (task, params) and return once all are done; JobFailed for one that failed,
+async def await_jobs(needed: Iterable[tuple[str, Mapping[str, Any]]], timeout_s: float = WAIT_S,
+                     start: str | None = None) -> None:
+    """Return once every (task, params) somebody asked for is done; NotStarted (with `start`, the
+    request that would start them) when some were never asked for, JobFailed for one that failed,
     ComputeBusy when they are not done within `timeout_s` (the runners are behind)."""
-    jobs = [await run_in_threadpool(JOBS.submit, task, params) for task, params in needed]
+    needed = list(needed)
+    found = [await run_in_threadpool(JOBS.find, task, params) for task, params in needed]
+    missing = [JOBS.task(task).spec(params).title for (task, params), job in zip(needed, found, strict=True)
+               if job is None]
+    if missing:
+        raise NotStarted(missing, start)
+    jobs = [job for job in found if job is not None]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
@@ -40,4 +48,7 @@ async def await_jobs(needed: Iterable[tuple[str, Mapping[str, Any]]], timeout_s:
 
 
 def _reread(task: str, params: Mapping[str, Any], ident: str):
-    return JOBS.status(ident) or JOBS.submit(task, params)  # deleted meanwhile: asked again
+    job = JOBS.status(ident)
+    if job is None:  # expired or deleted meanwhile: never queued again by a read
+        raise NotStarted([JOBS.task(task).spec(params).title])
+    return job

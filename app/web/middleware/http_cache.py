@@ -54,6 +54,9 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 STATIC_SHORT = "public, max-age=300"
 NOT_FOUND = "public, max-age=30"
 NO_STORE = "no-store"
+# What a route sends on an answer that may change any second (a run nobody started: a POST may start it
+# now); kept on an error too, where any other Cache-Control of a route gives way to the policy.
+CHANGES_NOW = "no-store, max-age=0"
 
 CACHEABLE_PATHS = frozenset({"/", "/docs", "/openapi.json"})
 CACHEABLE_PREFIXES = ("/walkthroughs/", "/api/walkthroughs", "/api/processes", "/static/")
@@ -135,8 +138,11 @@ class HttpCacheMiddleware:
         def stamp(message: Message) -> MutableHeaders:
             headers = MutableHeaders(raw=list(message.get("headers", [])))
             status = message["status"]
-            # A route may choose its own Cache-Control for a success; errors follow the policy.
-            if status >= 400 or "cache-control" not in headers:
+            # A route may choose its own Cache-Control for a success, and no-store for anything (a 404
+            # for a run not computed yet must not be kept: a POST may start it a second later); other
+            # errors follow the policy.
+            own = headers.get("cache-control", "")
+            if (status >= 400 and own != CHANGES_NOW) or not own:
                 headers["cache-control"] = cache_control(method, path, query_string, status)
             if is_page(path):
                 merge_vary(headers, VARY)

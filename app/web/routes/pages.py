@@ -16,6 +16,7 @@ from app.views.view_state import NoKindState, UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
 from app.web.deps import CatalogDep, ComputeDep, KindsDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
+from app.web.jobs.start import start_jobs
 from app.web.jobs.wait import await_jobs
 from app.web.kind import KindRegistry, StepRequest
 from app.web.rendering import templates
@@ -80,6 +81,17 @@ async def step_page(request: Request, walkthrough_id: str, step_id: str, compute
     if kind is not None and kind.step_jobs is not None:
         await await_jobs(kind.step_jobs(request, entry))
     return await compute.run_in_app(step_work, portable_scope(request), walkthrough_id, step_id)
+
+
+@router.post("/walkthroughs/{walkthrough_id}/steps/{step_id:path}")
+async def start_step_runs(request: Request, walkthrough_id: str, step_id: str):
+    """A step page's Run button: start the runs its address reads (rate-limited, bounded), then open it."""
+    entry = find_loaded(request.app.state.catalog, walkthrough_id)
+    kind = request.app.state.kinds.get(entry.kind)
+    if kind is not None and kind.step_jobs is not None:
+        await start_jobs(request, kind.step_jobs(request, entry))
+    query = request.url.query
+    return RedirectResponse(request.url.path + (f"?{query}" if query else ""), status_code=303)
 
 
 # What a step page reads of its request (path, query, headers, URL parts); no app, no state.

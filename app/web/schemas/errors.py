@@ -5,13 +5,22 @@ from typing import Any
 
 from pydantic import Field
 
-from app.web.schemas.base import Body
+from app.web.schemas.base import Body, optional_key
 
 
 class ErrorBody(Body):
     """Every refusal of the API: one message a person can read."""
 
     error: str = Field(description="What went wrong, e.g. \"unknown walkthrough 'x'\".")
+
+
+class NotStartedBody(ErrorBody):
+    """A 404 of a route that reads runs: an unknown id (`error` alone), or runs nobody started (a GET
+    never starts one), with the request that starts them."""
+
+    start: str | None = optional_key("The request that starts the runs, e.g. \"POST /api/walkthroughs/toy_grpo/"
+                                     "paths/r1?seed=3\"; absent for an unknown id.")
+    runs: list[str] | None = optional_key("The runs nobody started yet, by title; absent for an unknown id.")
 
 
 class ParamError(Body):

@@ -11,6 +11,7 @@ import time
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from runs import start_default_runs
 
 from app.house import create_app
 
@@ -26,6 +27,7 @@ PAGE_LIMIT = 100 * 1024  # bytes on the wire, gzip (issue 22)
 @pytest.fixture(scope="module")
 def client():
     with TestClient(create_app()) as c:
+        start_default_runs(c.app, kinds=("tiny_lm",))  # as `python -m app` does at start-up (DEFAULT_RUNS)
         yield c
 
 

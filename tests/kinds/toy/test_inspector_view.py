@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 from bs4 import BeautifulSoup
+from runs import start_default_runs
 from snapshots import SEED_PATH, other_snapshot
 
 from app.domain.snapshot import load_snapshot
@@ -29,7 +30,9 @@ def client(tmp_path_factory, make_client):
     folder = tmp_path_factory.mktemp("walkthroughs")
     shutil.copy(SEED_PATH, folder / SEED_PATH.name)
     (folder / "other.json").write_text(json.dumps(other_snapshot()))
-    return make_client(walkthroughs_dir=folder)
+    client = make_client(walkthroughs_dir=folder)
+    start_default_runs(client.app)  # as `python -m app` does at start-up: the default paths' pages open
+    return client
 
 
 def page(client, step: str, node: str) -> BeautifulSoup:

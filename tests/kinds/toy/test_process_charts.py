@@ -8,6 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 from jinja2 import Environment, FileSystemLoader
 from paths import PROCESSES_PATH, SEED_PATH, TEMPLATES
+from runs import start_toy_paths
 
 from app.domain.snapshot import load_snapshot
 from app.house import KINDS
@@ -45,6 +46,8 @@ def env():
 def make_panel(process_id, stage_id=None, catalog=CATALOG):
     state = parse_view(SNAPSHOT, "toy_grpo", "advantages", expanded=None, node="ratio", params=GRPOParams(seed=0),
                             process=process_id, stage=stage_id, processes=catalog)
+    if process_id:
+        start_toy_paths(catalog, 0)  # the Run button's work: a read never starts a run
     runs = obtain(state.own.params, "cpu", catalog, process_id, stage_id).runs if process_id else {}
     return build_process_panel(SNAPSHOT, state, catalog, runs)
 

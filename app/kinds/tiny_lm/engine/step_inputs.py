@@ -22,8 +22,8 @@ from app.stores.jobs import JobRecord
 
 @dataclass(frozen=True)
 class PathRun:
-    """One path's job as the store has it now, and its result once done (None before)."""
-    job: JobRecord
+    """One path's job as the store has it now (None: nobody started it), and its result once done."""
+    job: JobRecord | None
     result: Any | None
 
 
@@ -41,21 +41,32 @@ class TokenInputs:
     paths: PathInputs | None = None
 
 
-def _run(job: JobRecord) -> PathRun:
-    return PathRun(job, JOBS.result(job))
+def _run(job: JobRecord | None) -> PathRun:
+    return PathRun(job, None if job is None else JOBS.result(job))
+
+
+def path_jobs(path: str, seed: int, device: str, overlay: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The runs a chosen path's box shows, which its Run button starts: the path (R1-Zero with its Dr. GRPO
+    twin), or in overlay mode every path."""
+    if overlay:
+        return [(TASK, path_params(p, seed, device)) for p in PATH_IDS]
+    runs = [(TASK, path_params(path, seed, device))]
+    if path == "r1-zero":
+        runs.append((TASK, path_params(path, seed, device, conventions=DR_GRPO)))
+    return runs
 
 
 def obtain_paths(path: str | None, seed: int, device: str, overlay: bool) -> PathInputs | None:
-    """Choosing a path submits its job (never a second run of one job); in overlay mode every path's."""
+    """The chosen path's jobs as the store has them, in overlay mode every path's; never queues one."""
     if not path:
         return None
-    main = _run(JOBS.submit(TASK, path_params(path, seed, device)))
+    main = _run(JOBS.find(TASK, path_params(path, seed, device)))
     if overlay:
-        runs = {p: main if p == path else _run(JOBS.submit(TASK, path_params(p, seed, device))) for p in PATH_IDS}
+        runs = {p: main if p == path else _run(JOBS.find(TASK, path_params(p, seed, device))) for p in PATH_IDS}
         return PathInputs(path, main, runs)
     dr = None
-    if path == "r1-zero" and main.result is not None:  # after the main run: the runner takes them in turn
-        dr = _run(JOBS.submit(TASK, path_params(path, seed, device, conventions=DR_GRPO)))
+    if path == "r1-zero" and main.result is not None:
+        dr = _run(JOBS.find(TASK, path_params(path, seed, device, conventions=DR_GRPO)))
     return PathInputs(path, main, dr_grpo=dr)
 
 

@@ -98,14 +98,15 @@ class PathPanel:
     overlay: OverlayView | None = None  # set in overlay mode (then nothing above is)
     overlay_url: str | None = None  # the three paths together
     single_url: str | None = None  # back from the overlay to the path's own view
+    start_url: str | None = None  # POST: start the runs nobody has started (a link never does)
 
     @property
     def running(self) -> bool:
-        """A run this box shows is not done (queued, running, or failed and able to start again): the
-        box changes, so neither cache may keep it."""
+        """A run this box shows is not done (not started, queued, running, or failed and able to start
+        again): the box changes, so neither cache may keep it."""
         jobs = [self.job, self.dr.job if self.dr else None,
                 *(e.job for e in (self.overlay.entries if self.overlay else ()))]
-        return any(j is not None and j.state != "done" for j in jobs)
+        return self.start_url is not None or any(j is not None and j.state != "done" for j in jobs)
 
     @property
     def rule_title(self) -> str:
@@ -140,10 +141,11 @@ def _curves(result: PathResult) -> tuple[tuple[LineChart, ...], tuple[StageRow, 
 def build_path_panel(path: str | None, job: JobRecord | None, result: PathResult | None, urls: dict[str, str],
                      poll_url: str | None, retry_url: str | None = None, *, dr: DrGrpoView | None = None,
                      overlay: OverlayView | None = None, overlay_url: str | None = None,
-                     single_url: str | None = None) -> PathPanel:
+                     single_url: str | None = None, start_url: str | None = None) -> PathPanel:
     choices = tuple(PathChoice(p, PATH_TITLES[p], urls[p], p == path and overlay is None) for p in PATH_IDS)
     if path is None or job is None:
-        return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None)
+        return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None, start_url=start_url,
+                         overlay_url=overlay_url if path else None)
     if overlay is not None:
         return PathPanel(path, PATH_TITLES[path], choices, job, poll_url if overlay.running else None,
                          overlay=overlay, overlay_url=overlay_url, single_url=single_url)

@@ -204,13 +204,17 @@ def path_panel(walkthrough_id: str, q: TokenQuery, runs: PathInputs | None, urls
     poll = lm_urls.lm_path(walkthrough_id, q.path, {**box, OVERLAY_KEY: OVERLAY_ALL} if q.overlay else box)
     retry = lm_urls.lm_path(walkthrough_id, q.path, box)
     main = runs.run
+    missing = main.job is None or (q.overlay and any(r.job is None for r in runs.overlay.values()))
+    if missing:  # nobody started (some of) them: the box offers Run, a POST to `retry`'s address
+        start = lm_urls.lm_path(walkthrough_id, q.path, {**box, OVERLAY_KEY: OVERLAY_ALL} if q.overlay else box)
+        return build_path_panel(q.path, None, None, urls, None, start_url=start, overlay_url=overlay_url)
     if q.overlay:
-        overlay = build_overlay({p: r.job for p, r in runs.overlay.items()},
+        overlay = build_overlay({p: r.job for p, r in runs.overlay.items() if r.job is not None},
                                 {p: r.result for p, r in runs.overlay.items()}, urls)
         return build_path_panel(q.path, main.job, main.result, urls, poll, retry, overlay=overlay,
                                 overlay_url=overlay_url, single_url=urls[q.path])
     dr = None
-    if runs.dr_grpo is not None and main.result is not None:
+    if runs.dr_grpo is not None and runs.dr_grpo.job is not None and main.result is not None:
         dr = build_dr_grpo_view(main.result, runs.dr_grpo.job, runs.dr_grpo.result, poll,
                                 lm_urls.lm_path(walkthrough_id, q.path, {**box, "compare": DR_GRPO.preset}))
     return build_path_panel(q.path, main.job, main.result, urls, poll, retry, dr=dr, overlay_url=overlay_url)

@@ -8,9 +8,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 from app.domain.catalog import CatalogEntry, Featured
+from app.domain.training_paths import PATH_IDS
 from app.engine.jobs.tasks import JobTask
 from app.kinds.tiny_lm import base_model
 from app.kinds.tiny_lm.engine import export_target, path_tasks
+from app.kinds.tiny_lm.engine.step_inputs import path_jobs
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
 from app.kinds.tiny_lm.views.meaning import describe_tiny_lm
 from app.kinds.tiny_lm.web import api, pages
@@ -42,6 +44,11 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale, conventions)
 
 
+def default_runs(app: FastAPI) -> list[tuple[str, dict]]:
+    """Every path the box offers at its default seed (R1-Zero with its Dr. GRPO twin), on the server's device."""
+    return [run for p in PATH_IDS for run in path_jobs(p, DEFAULT_SEED, app.state.device, overlay=False)]
+
+
 FEATURED = Featured(
     "tiny_lm_grpo", "GRPO on real text, token by token",
     "A tiny transformer answering additions in two scripts: completions of different lengths, padding masks, "
@@ -52,5 +59,5 @@ FEATURED = Featured(
 KIND = Kind(id=KIND_ID, title="A tiny language model: completions of tokens",
             matches=is_token_runnable, step_page=pages.step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_tiny_lm,
-            tasks=(PATH_TASK,), path_job=path_job, featured=(FEATURED,),
+            tasks=(PATH_TASK,), path_job=path_job, default_runs=default_runs, featured=(FEATURED,),
             export_targets=export_target.TARGETS, commands={"base-model": base_model.command})

@@ -6,14 +6,14 @@ from dataclasses import replace
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
 from app.domain.training_paths import PATH_IDS, canonical_path_id
-from app.engine.jobs.client import JOBS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
-from app.kinds.tiny_lm.engine.step_inputs import obtain, obtain_paths
+from app.kinds.tiny_lm.engine.step_inputs import obtain, obtain_paths, path_jobs
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.views import urls
 from app.kinds.tiny_lm.views.screen import (
@@ -27,6 +27,7 @@ from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.deps import CatalogDep, DeviceDep, find_loaded
 from app.web.errors import NotFound
+from app.web.jobs.start import start_jobs
 from app.web.kind import StepRequest
 from app.web.rendering import render, wants_fragment
 from app.web.step_pages import refused_form, step_context, step_response
@@ -70,7 +71,7 @@ Compare = Annotated[Literal["dr_grpo"] | None, Query(description="dr_grpo: the b
 @router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
 def path_fragment(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
                   overlay: Overlay = None):
-    """The paths box alone, as the page polls it while a run goes on (started here if need be)."""
+    """The paths box alone, as the page polls it while a run goes on (a GET: it never starts one)."""
     entry = find_loaded(cat, walkthrough_id)
     snapshot = entry.snapshot
     assert snapshot is not None
@@ -92,20 +93,20 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
 
 
 @router.post("/walkthroughs/{walkthrough_id}/paths/{path}")
-def retry_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
-               compare: Compare = None):
-    """"Try again" on a failed run (with compare=dr_grpo: R1-Zero's Dr. GRPO run): queued again, then the
-    box (htmx) or the page showing it."""
+async def start_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
+                     compare: Compare = None, overlay: Overlay = None):
+    """The box's Run (the path; R1-Zero with its Dr. GRPO twin; with overlay=all every path) and "Try again"
+    on a failed run (compare=dr_grpo: R1-Zero's Dr. GRPO run): queued (rate-limited, bounded), then the box
+    (htmx) or the page showing it."""
     entry = find_loaded(cat, walkthrough_id)
     if path not in PATH_IDS or entry.kind != KIND_ID or (compare is not None and path != "r1-zero"):
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
-    job = JOBS.submit(TASK, path_params(path, seed, dev, conventions=DR_GRPO) if compare else
-                      path_params(path, seed, dev))
-    if job.state == "failed":
-        JOBS.retry(job.id)
+    runs = ([(TASK, path_params(path, seed, dev, conventions=DR_GRPO))] if compare else
+            path_jobs(path, seed, dev, overlay is not None))
+    await start_jobs(request, runs)
     if wants_fragment(request):
-        return path_fragment(request, walkthrough_id, path, cat, dev, seed)
+        return await run_in_threadpool(path_fragment, request, walkthrough_id, path, cat, dev, seed, overlay)
     assert entry.snapshot is not None
-    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path)
+    q = TokenQuery(TokenParams(seed=seed), None, None, 0, 0, path, overlay is not None)
     return RedirectResponse(URLS.step(walkthrough_id, entry.snapshot.opening_step_id, q.query()) + "#lm-path-panel",
                             status_code=303)

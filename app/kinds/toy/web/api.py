@@ -27,7 +27,7 @@ from app.web.deps import (
 from app.web.jobs.wait import await_jobs
 from app.web.json_body import accepts_gzip, json_response
 from app.web.schemas.base import AsBuilt
-from app.web.schemas.errors import BUSY, ValidationErrorBody, error
+from app.web.schemas.errors import BUSY, NotStartedBody, ValidationErrorBody, error
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
@@ -42,7 +42,8 @@ VIEW_ONLY = error("The walkthrough is view-only: no runnable model matches its n
 
 @router.get("/walkthroughs/{walkthrough_id}/tensors", response_model=AsBuilt, responses={
     200: {"model": TensorsBody},
-    404: error("Unknown walkthrough, step, node, process or stage."),
+    404: error("Unknown walkthrough, step, node, process or stage, or (with `process`) a path's run nobody has "
+               "started (a GET never starts one): `start` names the POST that does.", NotStartedBody),
     409: VIEW_ONLY,
     422: error("A parameter is out of range or malformed, `stage` came without `process`, or the "
                "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
@@ -73,7 +74,8 @@ async def get_tensors(
         return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
-    await await_jobs([(process_jobs.TASK, process_jobs.process_params(processes, proc.id, params.seed))])
+    await await_jobs([(process_jobs.TASK, process_jobs.process_params(processes, proc.id, params.seed))],
+                     start=f"POST /api/walkthroughs/{walkthrough_id}/paths/{proc.id}?seed={params.seed}")
     return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok, proc.id, stage_id)
 
 

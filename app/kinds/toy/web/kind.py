@@ -73,6 +73,13 @@ def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict]]:
     return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed)) for pid in catalog.ids]
 
 
+def default_runs(app: FastAPI) -> list[tuple[str, dict]]:
+    """Every path at the page's default seed and at the API's (0): what a first visitor opens."""
+    catalog: ProcessCatalog = app.state.processes
+    return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed))
+            for seed in dict.fromkeys((DEFAULT_SEED, 0)) for pid in catalog.ids]
+
+
 # Its walkthrough is the app's first: `/` opens on it with these sentences.
 FEATURED = Featured(
     "toy_grpo", "The GRPO objective, number by number",
@@ -89,5 +96,5 @@ KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per com
             matches=is_runnable, step_page=step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_toy,
             allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job,
-            step_jobs=step_jobs, featured=(FEATURED,),
+            step_jobs=step_jobs, default_runs=default_runs, featured=(FEATURED,),
             export_targets=export_target.TARGETS)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.process_jobs import TASK, process_params, process_run
@@ -17,9 +17,10 @@ from app.kinds.toy.web.schemas.processes import (
     processes_payload,
 )
 from app.web.deps import ComputeDep, StrictQueryRoute
+from app.web.jobs.start import start_jobs
 from app.web.jobs.wait import await_jobs
 from app.web.schemas.base import AsBuilt
-from app.web.schemas.errors import BUSY, INVALID, error
+from app.web.schemas.errors import BUSY, INVALID, NotStartedBody, error
 
 router = APIRouter(prefix="/api/processes", tags=["processes"], route_class=StrictQueryRoute)
 
@@ -34,9 +35,29 @@ def list_processes(processes: ProcessesDep) -> dict:
     return processes_payload(processes)
 
 
-@router.get("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID, 503: BUSY})
-async def compare(processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
-    await await_jobs((TASK, process_params(processes, pid, seed, iterations_scale)) for pid in processes.ids)
+NOT_STARTED = error("A run nobody has started (a GET never starts one): `start` names the POST that does.",
+                    NotStartedBody)
+TOO_MANY = error("This client has started its share of runs: nothing was stored; see Retry-After.")
+FULL = error("The queue of runs is full, or every compute slot is taken: nothing was stored; see Retry-After.")
+
+
+@router.get("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 404: NOT_STARTED,
+                                                           422: INVALID, 503: BUSY})
+async def compare(request: Request, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
+                  iterations_scale: Scale = 1) -> dict:
+    """Every path's run side by side, once they are computed (POST this address to start them)."""
+    await await_jobs(_runs(processes, processes.ids, seed, iterations_scale), start=_start(request))
+    return await compute.run(_compare, processes, seed, iterations_scale)
+
+
+@router.post("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID,
+                                                            429: TOO_MANY, 503: FULL})
+async def start_compare(request: Request, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
+                        iterations_scale: Scale = 1) -> dict:
+    """Start every path's run (those not started yet), wait for them (a toy run takes about a second),
+    then answer as the GET does."""
+    await start_jobs(request, _runs(processes, processes.ids, seed, iterations_scale))
+    await await_jobs(_runs(processes, processes.ids, seed, iterations_scale))
     return await compute.run(_compare, processes, seed, iterations_scale)
 
 
@@ -46,13 +67,34 @@ def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dic
 
 
 @router.get("/{process_id}", response_model=AsBuilt, responses={
-    200: {"model": ProcessRunBody}, 404: error("Unknown process."), 422: INVALID, 503: BUSY})
-async def get_process_run(process_id: str, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
-                          iterations_scale: Scale = 1) -> dict:
+    200: {"model": ProcessRunBody}, 404: error("Unknown process, or a run nobody has started (a GET never starts "
+                                               "one): `start` names the POST that does.", NotStartedBody),
+    422: INVALID, 503: BUSY})
+async def get_process_run(request: Request, process_id: str, processes: ProcessesDep, compute: ComputeDep,
+                          seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
     find_process(processes, process_id)
-    await await_jobs([(TASK, process_params(processes, process_id, seed, iterations_scale))])
+    await await_jobs(_runs(processes, [process_id], seed, iterations_scale), start=_start(request))
+    return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
+
+
+@router.post("/{process_id}", response_model=AsBuilt, responses={
+    200: {"model": ProcessRunBody}, 404: error("Unknown process."), 422: INVALID, 429: TOO_MANY, 503: FULL})
+async def start_process_run(request: Request, process_id: str, processes: ProcessesDep, compute: ComputeDep,
+                            seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
+    """Start the path's run if nobody has, wait for it (about a second), then answer as the GET does."""
+    find_process(processes, process_id)
+    await start_jobs(request, _runs(processes, [process_id], seed, iterations_scale))
+    await await_jobs(_runs(processes, [process_id], seed, iterations_scale))
     return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
 
 
 def _process_run(processes: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> dict:
     return process_run_payload(processes, process_run(processes, process_id, seed, iterations_scale))
+
+
+def _runs(processes: ProcessCatalog, ids, seed: int, iterations_scale: int) -> list[tuple[str, dict]]:
+    return [(TASK, process_params(processes, pid, seed, iterations_scale)) for pid in ids]
+
+
+def _start(request: Request) -> str:
+    return f"POST {request.url.path}" + (f"?{request.url.query}" if request.url.query else "")
