@@ -182,7 +182,8 @@ def length_reward(record: StepRecord, r: Recomputed, link: Link) -> Finding:
                        "group's lengths or rewards are all equal.", link("group", 0, 0, 0))
     corr = float((dl[used] * dr[used]).sum() / np.sqrt((dl[used] ** 2).sum() * (dr[used] ** 2).sum()))
     sentence = f"{what}, the Pearson r between length (tokens) and reward is {corr:+.2f}".replace("-", "−")
-    above, below = used & (dr > 0), used & (dr < 0)
+    tie = 1e-12 * max(1.0, float(np.abs(rewards[keep]).max()))  # a reward at its group's mean, up to rounding
+    above, below = used & (dr > tie), used & (dr < -tie)
     if above.any() and below.any():
         a, b = float(lengths[above].mean()), float(lengths[below].mean())
         sentence += (f": completions above their group's mean reward average {readout(a)} tokens, those below "
