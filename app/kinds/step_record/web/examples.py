@@ -11,11 +11,12 @@ from starlette.responses import RedirectResponse
 from app.domain.catalog import CatalogEntry
 from app.kinds.step_record.examples import BY_NAME, EXAMPLES
 from app.views.urls import URLS
-from app.web.deps import CatalogDep
+from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.errors import NotFound
-from app.web.schemas.walkthroughs import upload_payload
+from app.web.schemas.errors import ValidationErrorBody, error
+from app.web.schemas.walkthroughs import UploadBody, upload_payload
 
-router = APIRouter()
+router = APIRouter(route_class=StrictQueryRoute)
 
 
 async def _open(cat, name: str) -> tuple[CatalogEntry, bool]:
@@ -33,7 +34,13 @@ async def open_example_page(request: Request, name: str, cat: CatalogDep):
 
 
 @router.post("/api/walkthroughs/examples/{name}", tags=["api"], status_code=201, responses={
-    404: {"description": "No example of that name."}})
+    201: {"model": UploadBody, "description": "Stored"},
+    200: {"model": UploadBody, "description": "Already stored"},
+    404: error("No example of that name; `error` lists the names."),
+    422: error("An unknown query parameter; `detail` names it.", ValidationErrorBody),
+    503: error("The upload store cannot be reached just now; try again."),
+    507: error("The upload store is full (UPLOAD_QUOTA_MB): nothing was stored."),
+})
 async def open_example(name: str, cat: CatalogDep) -> JSONResponse:
     """Store one of the shipped example step records (trl, unipo) as if uploaded; its id and first step."""
     entry, created = await _open(cat, name)
