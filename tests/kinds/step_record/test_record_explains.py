@@ -129,9 +129,9 @@ def test_verl_metrics_are_mapped_or_listed():
 def test_the_loss_checks_small_difference_is_explained_in_words(client, trl_id):
     soup = page(client, f"/walkthroughs/{trl_id}/steps/loss")
     row = next(tr for tr in soup.select("#record-checks tbody tr") if tr.th.get_text(strip=True) == "loss")
-    text = row.get_text(" ", strip=True)
-    assert "9.6e−09 of 0.8632" in text
-    assert "float32 rounding" in text and "cancel" in text and "Σ|w·term| = 0.8632" in text
+    assert "9.6e−09 of 0.8632" in row.get_text(" ", strip=True)
+    why = next(li.get_text(" ", strip=True) for li in soup.select("#record-check-whys li") if li.code.get_text() == "loss")
+    assert "float32 rounding" in why and "cancel" in why and "Σ|w·term| = 0.8632" in why and "9.6e−09 of it" in why
     assert row.select_one(".check-diff").get_text() == "8.2e−09"  # in the loss's own units
 
 

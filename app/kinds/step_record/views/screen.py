@@ -276,8 +276,8 @@ def _advantage_cause(fit: AdvantageFit, own: Recomputed, other: Recomputed | Non
     if fit.mismatched == 0:
         return None
     assumed = _epsilon(fit.assumed_std, fit.assumed_epsilon)
-    size = (f"{fit.mismatched} of {fit.total} completions' advantages differ, by up to {readout(fit.max_diff)} in "
-            f"A's units ({_sci(fit.max_rel)} of A). ")
+    size = (f"{fit.mismatched} of the step's {fit.total} completions' advantages differ, by up to "
+            f"{readout(fit.max_diff)} in A's units ({_sci(fit.max_rel)} of A). ")
     where = ("the reader assumed it: the file does not record it" if fit.assumed_note and other is None
              else "the what-if's" if other is not None else "the record's config")
     if fit.best_std is None or fit.best_epsilon is None:
