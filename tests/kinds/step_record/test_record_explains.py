@@ -239,3 +239,13 @@ def test_the_record_api_sends_the_new_checks_and_summaries(client, unipo_id):
     assert body["metrics"]["completions/mean_length"] == 14.5
     assert all("diff" in c for c in body["checks"])
     json.dumps(body)
+
+
+def test_python_m_app_open_lists_what_it_does_not_check(tmp_path, capsys, monkeypatch):
+    from app.__main__ import main as app_main
+
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    assert app_main(["open", str(TRL)]) == 0
+    out = capsys.readouterr().out
+    assert "--  grad_norm: not checked (‖∂loss/∂θ‖ over the model's weights" in out
+    assert "--  learning_rate: not checked" in out

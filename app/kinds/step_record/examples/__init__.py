@@ -34,6 +34,6 @@ EXAMPLES = (
     Example("trl", "TRL 1.16", "A real run: step 2 of a CPU GRPOTrainer run (loss_type dapo, β 0.1, two passes over "
             "the batch, so some ratios clip): 2 groups of 4 completions.", "trl-1.16-step-2.grpo-step.json"),
     Example("unipo", "UNIPO", "A GRPO step as UNIPO's visualiser stores it: 2 prompts × 4 responses of "
-            "5–20 tokens, with a KL to the reference.", "unipo-grpo-step-7.json"),
+            "5–23 tokens, with a KL to the reference.", "unipo-grpo-step-7.json"),
 )
 BY_NAME = {e.name: e for e in EXAMPLES}
