@@ -22,9 +22,12 @@ from app.web import factory
 from app.web.kind import Kind, KindRegistry
 from app.web.settings import Settings
 
-# The tiny LM first: its words for nodes (the GRPO head's templates, shared with the toy's) are the
-# more specific; the two engines' matchers are exact, so their order does not matter.
-KINDS: tuple[Kind, ...] = (TINY_LM, TOY, STEP_RECORD)
+# The step record first: its words for nodes answer only for its own graph (the recorded-policy
+# marker), but that graph shares the GRPO head's templates with the toy's and the tiny LM's, whose
+# words ("Prompt features x") would otherwise take its nodes. Then the tiny LM: its words are more
+# specific than the toy's. The engines' matchers are exact (a record's never matches), so their
+# order does not matter.
+KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, TOY)
 
 
 def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:

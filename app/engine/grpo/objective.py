@@ -24,11 +24,13 @@ def group_advantages(rewards: torch.Tensor, std: str, eps: float) -> torch.Tenso
     centred = rewards - mean
     if std == "none":
         return centred
-    if std == "population":
-        return centred / (rewards.std(unbiased=False) + eps)
-    if std == "sample":
-        return centred / (rewards.std(unbiased=True) + eps)
-    raise ValueError(f"unknown advantage_std {std!r}")
+    if std not in ("population", "sample"):
+        raise ValueError(f"unknown advantage_std {std!r}")
+    spread = rewards.std(unbiased=std == "sample") + eps
+    # eps = 0 (no ε, as UNIPO writes it): a group of equal rewards centres to exactly 0 (above) and
+    # has std 0, so A = 0, as with any eps > 0, not 0/0
+    return centred / spread if eps > 0 else torch.where(spread > 0, centred / spread.clamp(min=1e-300),
+                                                         torch.zeros_like(centred))
 
 
 def clamp_log_ratio(log_ratio: torch.Tensor, bound: float | None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -34,8 +34,9 @@ class Conventions(BaseModel):
     advantage_std: Annotated[Literal["population", "sample", "none"], Field(
         description="Divide A by the group's population std, its sample (Bessel) std as TRL and verl "
                     "do, or not at all (Dr. GRPO: centre only).")] = "population"
-    advantage_epsilon: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False,
-        description="Added to the group's std (TRL 1e-4, verl 1e-6); unused with advantage_std=none.")] = 1e-4
+    advantage_epsilon: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False,
+        description="Added to the group's std (TRL 1e-4, verl 1e-6; 0: none, as UNIPO's explainer writes "
+                    "it, a group of equal rewards then gets A = 0); unused with advantage_std=none.")] = 1e-4
     clip_epsilon: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False,
         description="e_low: ratios are clipped to [1-e_low, 1+e_high].")] = 0.2
     clip_epsilon_high: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False,

@@ -218,7 +218,7 @@ def test_cache_returns_identical_result():
     ({"group_size": 1}, "group_size"), ({"group_size": 5000}, "group_size"),
     ({"clip_epsilon": 0}, "clip_epsilon"), ({"clip_epsilon": 1.0}, "clip_epsilon"),
     ({"clip_epsilon": float("nan")}, "clip_epsilon"), ({"beta": -0.1}, "beta"),
-    ({"beta": float("inf")}, "beta"), ({"advantage_epsilon": 0}, "advantage_epsilon"),
+    ({"beta": float("inf")}, "beta"), ({"advantage_epsilon": -1e-4}, "advantage_epsilon"),
     ({"learning_rate": float("nan")}, "learning_rate"), ({"iteration": 51}, "iteration"),
     ({"seed": -1}, "seed"), ({"rewards": "1,x"}, "rewards"), ({"rewards": "1,nan"}, "rewards"),
     ({"group_size": 8, "rewards": "1,0"}, "rewards"), ({"inner_step": 4, "inner_steps": 4}, "inner_step"),

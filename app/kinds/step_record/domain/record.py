@@ -55,7 +55,7 @@ class Config(_Model):
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     kl_bias_correction: bool = False
     advantage_std: Literal["sample", "population", "none"] = "sample"
-    advantage_epsilon: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1e-4
+    advantage_epsilon: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 1e-4  # 0: none (UNIPO)
     importance_sampling_level: Literal["token", "sequence"] = "token"
     is_correction: Literal["none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"] = "none"
     is_clip_min: Annotated[float | None, Field(ge=0, allow_inf_nan=False)] = None

@@ -119,6 +119,7 @@ def recompute(record: StepRecord, conventions: Conventions | None = None) -> Rec
     assert logp.grad is not None
     entropy = [item.entropy for _, _, item in items]
     metrics = _metrics(step, mask, c, entropy, width, loss.item(), record.micro_batches())
+    metrics.update(summary_metrics(record, rewards, advantages))
     weights = (-step.weights).detach()
     per_token = step.per_token.detach()
     results = [_one(gi, ci, row, item.length, advantages[row], logp, mask, step, weights, per_token)
@@ -160,6 +161,49 @@ def _loss(step: TokenStep, mask: torch.Tensor, record: StepRecord | None) -> tor
     if normalizer is None or record is None or record.config.loss_aggregation != "token_mean":
         return step.loss
     return -(step.per_token * mask).sum() / normalizer
+
+
+def _std(x: np.ndarray) -> float:
+    """Bessel's std (torch's, TRL's nanstd, UNIPO's array_std): 0 for one value."""
+    return float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+
+
+def summary_metrics(record: StepRecord, rewards: np.ndarray, advantages: np.ndarray) -> dict[str, float]:
+    """The batch's summaries frameworks log beside the loss: rewards, advantages and lengths over the
+    record's completions (TRL's names where TRL logs them; checks.py maps UNIPO's and verl's).
+    `reward_std` is TRL's, the mean of each group's std, for a TRL record (grpo_trainer.py
+    `_generate_and_score_completions`: std_rewards.mean()); the std over all completions otherwise."""
+    scored = rewards[~np.isnan(rewards)]
+    lengths = np.asarray([c.mask_or_ones().sum() for _, _, c in record.completions()], dtype=np.float64)
+    out: dict[str, float] = {}
+    if scored.size:
+        out["reward"] = float(scored.mean())
+        if record.run.framework == "trl":
+            spans, start = [], 0
+            for g in record.groups:
+                part = rewards[start:start + len(g.completions)]
+                start += len(g.completions)
+                spans.append(_std(part[~np.isnan(part)]))
+            out["reward_std"] = float(np.mean(spans))
+        else:
+            out["reward_std"] = _std(scored)
+    groups, start = [], 0
+    for g in record.groups:
+        part = rewards[start:start + len(g.completions)]
+        start += len(g.completions)
+        part = part[~np.isnan(part)]
+        groups.append(part.size == 0 or bool(np.all(part == part[0])))
+    out["frac_reward_zero_std"] = float(np.mean(groups))
+    for name in record.reward_functions:
+        values = np.asarray([np.nan if c.rewards[name] is None else c.rewards[name]
+                             for _, _, c in record.completions()])
+        values = values[~np.isnan(values)]
+        if values.size:
+            out[f"rewards/{name}/mean"], out[f"rewards/{name}/std"] = float(values.mean()), _std(values)
+    out["advantage_mean"], out["advantage_std"] = float(np.mean(advantages)), _std(np.asarray(advantages))
+    out["completions/mean_length"] = float(lengths.mean())
+    out["completions/min_length"], out["completions/max_length"] = float(lengths.min()), float(lengths.max())
+    return out
 
 
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> float:

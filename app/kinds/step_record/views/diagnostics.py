@@ -160,19 +160,41 @@ def entropy(record: StepRecord, r: Recomputed, link: Link) -> Finding | None:
 
 
 def length_reward(record: StepRecord, r: Recomputed, link: Link) -> Finding:
+    """Within each group (what GRPO compares: A is a completion's reward against its group's), how
+    length goes with reward: Pearson r of the group-centred lengths and rewards, and the mean length
+    of the completions above their group's mean reward against those below it. Both are computed over
+    the same completions and the same centring, so the sentence says when their signs disagree."""
     lengths = np.asarray([c.length for _, _, c in record.completions()], dtype=float)
-    rewards = np.nan_to_num(r.rewards)
-    if lengths.std() == 0 or rewards.std() == 0:
-        corr_words = "cannot be correlated (all lengths or all rewards equal)"
-    else:
-        corr_words = f"correlate at r = {np.corrcoef(lengths, rewards)[0, 1]:+.2f}".replace("-", "−")
-    high = rewards > np.median(rewards)
-    split = ""
-    if high.any() and (~high).any():
-        split = (f"; above-median rewards average {readout(float(lengths[high].mean()))} tokens, the rest "
-                 f"{readout(float(lengths[~high].mean()))}")
-    return Finding("length", "Length against reward", f"Length and reward {corr_words}{split}.",
-                   link("group", 0, 0, 0))
+    rewards = r.rewards.copy()
+    groups = np.asarray([g for g, _, _ in record.completions()])
+    keep = ~np.isnan(rewards)
+    dl, dr = np.zeros_like(lengths), np.zeros_like(rewards)
+    for g in np.unique(groups):
+        rows = (groups == g) & keep
+        if rows.sum() > 1:
+            dl[rows], dr[rows] = lengths[rows] - lengths[rows].mean(), rewards[rows] - rewards[rows].mean()
+    used = keep & np.isin(groups, [g for g in np.unique(groups) if ((groups == g) & keep).sum() > 1])
+    n, k = int(used.sum()), len(np.unique(groups[used]))
+    what = (f"Within each group (a completion's length and reward against its group's means, {n} completions in "
+            f"{k} group{'s' if k != 1 else ''})")
+    if not (dl[used] ** 2).sum() or not (dr[used] ** 2).sum():
+        return Finding("length", "Length against reward", f"{what}, length and reward cannot be correlated: every "
+                       "group's lengths or rewards are all equal.", link("group", 0, 0, 0))
+    corr = float((dl[used] * dr[used]).sum() / np.sqrt((dl[used] ** 2).sum() * (dr[used] ** 2).sum()))
+    sentence = f"{what}, the Pearson r between length (tokens) and reward is {corr:+.2f}".replace("-", "−")
+    tie = 1e-12 * max(1.0, float(np.abs(rewards[keep]).max()))  # a reward at its group's mean, up to rounding
+    above, below = used & (dr > tie), used & (dr < -tie)
+    if above.any() and below.any():
+        a, b = float(lengths[above].mean()), float(lengths[below].mean())
+        sentence += (f": completions above their group's mean reward average {readout(a)} tokens, those below "
+                     f"{readout(b)}")
+        if np.sign(a - b) != np.sign(corr) and a != b:
+            sentence += (" (the two point opposite ways: r weighs each completion by how far its reward is from "
+                         "its group's mean, the split does not, so length and reward have no steady direction here)")
+        else:
+            sentence += (": longer completions earn more" if corr > 0 else ": shorter completions earn more") \
+                if abs(corr) >= 0.1 else ": no clear direction (|r| < 0.1)"
+    return Finding("length", "Length against reward", sentence + ".", link("group", 0, 0, 0))
 
 
 def diagnostics(record: StepRecord, r: Recomputed, link: Link, tokens: list[list[str]]) -> list[Finding]:

@@ -35,6 +35,16 @@ class NodeView:
     window_grads: tuple[float, ...]
     window_label: str
 
+    @property
+    def count_words(self) -> str:
+        """What the statistics run over: tokens for a (N, T) tensor, completions for (N,), the step's one."""
+        n = self.value.count if self.value is not None else 0
+        if len(self.shape) == 2:
+            return f"{n:,} value{'s' if n != 1 else ''} (one per real token)"
+        if len(self.shape) == 1:
+            return f"{n:,} value{'s' if n != 1 else ''} (one per completion)"
+        return "1 value (the step's)"
+
 
 def _stats(x: np.ndarray, mask: np.ndarray | None) -> Stats:
     v = x[mask > 0] if mask is not None and mask.shape == x.shape else x.reshape(-1)

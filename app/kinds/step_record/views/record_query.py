@@ -43,10 +43,19 @@ class RecordQuery:
             q[name] = "none" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
         return q
 
-    def conventions(self, max_length: int = 1) -> Conventions | None:
-        """The what-if's conventions; its max_length (Dr. GRPO's constant) is the record's unless given:
-        the default 1 would scale a token_sum_norm loss by the record's max_length."""
-        return None if self.what_if is None else Conventions(**{"max_length": max_length, **self.what_if})
+    def conventions(self, own: Conventions) -> Conventions | None:
+        """The what-if's conventions. With a preset: the preset's, the fields given overriding it, and
+        max_length (Dr. GRPO's constant) the record's unless given (the default 1 would scale a
+        token_sum_norm loss by the record's max_length). Without one: the record's own conventions
+        (`own`), field by field, with the given fields changed (`?advantage_epsilon=0` changes ε alone)."""
+        if self.what_if is None:
+            return None
+        if "preset" in self.what_if:
+            return Conventions(**{"max_length": own.max_length, **self.what_if})
+        base = own.model_dump()
+        if "clip_epsilon" in self.what_if and own.clip_epsilon_high == own.clip_epsilon:
+            base.pop("clip_epsilon_high")  # the band's top follows ε, as a preset's does
+        return Conventions(**{**base, **self.what_if})
 
 
 def _index(raw: str | None, name: str, limit: int = 10**7) -> int:

@@ -16,7 +16,9 @@ from app.domain.snapshot import Snapshot
 from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES
 from app.kinds.step_record.domain.opening import run_title
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.checks import Check, checks, likely_causes
+from app.kinds.step_record.engine.advantage_fit import TOLERANCE as ADVANTAGE_TOLERANCE
+from app.kinds.step_record.engine.advantage_fit import AdvantageFit, advantage_fit, advantage_gap
+from app.kinds.step_record.engine.checks import Check, Unchecked, checks, likely_causes, unchecked
 from app.kinds.step_record.engine.params import record_conventions
 from app.kinds.step_record.engine.recompute import Recomputed
 from app.kinds.step_record.views import urls
@@ -26,12 +28,14 @@ from app.kinds.step_record.views.node_view import NodeView, build_node_view
 from app.kinds.step_record.views.record_query import RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
 from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_record_strip, build_record_window
+from app.views.convention_text import FIELD_NAMES
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
+from app.views.numbers import readout
 from app.views.screen import Screen, build_graph
 from app.views.tokens.metrics import visible
 from app.views.tokens.window import WINDOW
-from app.views.urls import URLS
+from app.views.urls import URLS, query_value
 from app.views.view_state import ViewState
 
 
@@ -52,6 +56,19 @@ class GroupRow:
     current: bool
     preview: str  # the completion's first tokens, visible whitespace
 
+    @property
+    def diff(self) -> float:
+        """|A − A from r|, in A's units."""
+        return abs(self.advantage - self.advantage_from_rewards)
+
+    @property
+    def rel(self) -> float:
+        return self.diff / abs(self.advantage) if self.advantage else (0.0 if self.diff == 0 else float("inf"))
+
+    @property
+    def matches(self) -> bool:
+        return advantage_gap(self.advantage, self.advantage_from_rewards) <= ADVANTAGE_TOLERANCE
+
 
 @dataclass(frozen=True)
 class CompareRow:
@@ -59,6 +76,23 @@ class CompareRow:
     own: float | None  # None: not a number of the recorded step (a change, or a KL with β = 0)
     other: float | None
     count: bool = False  # a number of tokens, printed whole
+
+
+@dataclass(frozen=True)
+class ConventionChange:
+    """One convention the what-if changes: the record's value against the what-if's."""
+    name: str
+    label: str
+    recorded: str
+    what_if: str
+
+
+@dataclass(frozen=True)
+class AdvantageCause:
+    """Why the app's A from r differs from the framework's A, and the link that switches the assumption."""
+    sentence: str
+    switch_label: str | None
+    switch_url: str | None
 
 
 @dataclass(frozen=True)
@@ -77,7 +111,11 @@ class RecordView:
     strip: Strip
     metric_links: tuple[tuple[str, str, str, bool], ...]
     checks: tuple[Check, ...]
+    unchecked: tuple[Unchecked, ...]
     causes: tuple[str, ...]
+    advantage_fit: AdvantageFit
+    advantage_cause: AdvantageCause | None
+    changes: tuple[ConventionChange, ...]
     findings: tuple[Finding, ...]
     compare: tuple[CompareRow, ...]
     presets: tuple[tuple[str, str], ...]
@@ -177,7 +215,8 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
     metric_ids = [m for m in METRICS if (m != "change" or other is not None)
                   and (m != "entropy" or group.completions[q.completion].entropy is not None)]
     own_checks = checks(record, own)
-    rows = tuple(_group_row(record, own, k, q, url, tokens[k]) for k in rows_of_group)
+    rows = tuple(_group_row(record, own, other, k, q, url, tokens[k]) for k in rows_of_group)
+    fit = advantage_fit(record, own, other)
     groups = tuple((g, url(group=g, completion=0, at=0), g == q.group) for g in range(len(record.groups)))
     inspector = build_inspector(snapshot, state.node, node_meaning(snapshot, state.node, own.conventions),
                                 None, state.step_id) if state.node else None
@@ -186,7 +225,9 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
         conventions_words(record_conventions(record), record.config.token_normalizer), q.group,
         groups, rows, group.prompt, window, strip,
         tuple((m, METRICS[m].label, url(metric=m) + "#record-tokens", m == metric) for m in metric_ids),
-        tuple(own_checks), tuple(likely_causes(record, [c for c in own_checks if not c.ok])),
+        tuple(own_checks), tuple(unchecked(record, own)),
+        tuple(likely_causes(record, [c for c in own_checks if not c.ok])),
+        fit, _advantage_cause(fit, own, other, url), _changes(own, other),
         tuple(diagnostics(record, own, link, tokens)), _compare(own, other),
         tuple((p, PRESET_TITLES[p]) for p in PRESET_NAMES), URLS.step(state.walkthrough_id, state.step_id),
         url(what_if=None), urls.record(state.walkthrough_id, {"group": str(q.group), "completion": str(q.completion)}),
@@ -195,12 +236,14 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
                         inspector, rec=view)
 
 
-def _group_row(record: StepRecord, r: Recomputed, k: int, q: RecordQuery, url, tokens: list[str]) -> GroupRow:
+def _group_row(record: StepRecord, r: Recomputed, other: Recomputed | None, k: int, q: RecordQuery, url,
+               tokens: list[str]) -> GroupRow:
+    """A completion's row; A from r is the what-if's when there is one (its conventions recompute it)."""
     c = r.completions[k]
     done = record.groups[c.group].completions[c.index]
     preview = "".join(visible(t) for t in tokens[:24])
     return GroupRow(c.index, done.length, done.truncated, tuple(done.rewards[n] for n in record.reward_functions),
-                    float(r.rewards[k]), float(r.advantages[k]), float(r.advantages_from_rewards[k]),
+                    float(r.rewards[k]), float(r.advantages[k]), float((other or r).advantages_from_rewards[k]),
                     url(completion=c.index, at=0) + "#record-tokens", c.index == q.completion,
                     preview + ("…" if len(tokens) > 24 else ""))
 
@@ -218,3 +261,59 @@ def _compare(own: Recomputed, other: Recomputed | None) -> tuple[CompareRow, ...
     rows.append(CompareRow("tokens whose push changes sign", None,
                            float(((np.sign(base) != np.sign(base + change)) & (base != 0)).sum()), count=True))
     return tuple(rows)
+
+
+def _sci(x: float) -> str:
+    return f"{x:.1e}".replace("-", "−")
+
+
+def _epsilon(std: str, eps: float) -> str:
+    return "no ÷ std" if std == "none" else f"{std} std + ε = {eps:g}" if eps else f"{std} std, no ε"
+
+
+def _advantage_cause(fit: AdvantageFit, own: Recomputed, other: Recomputed | None, url) -> AdvantageCause | None:
+    """The likely cause of the ≠ rows, computed (advantage_fit), with the switch that tests it."""
+    if fit.mismatched == 0:
+        return None
+    assumed = _epsilon(fit.assumed_std, fit.assumed_epsilon)
+    size = (f"{fit.mismatched} of the step's {fit.total} completions' advantages differ, by up to "
+            f"{readout(fit.max_diff)} in A's units ({_sci(fit.max_rel)} of A). ")
+    where = ("the reader assumed it: the file does not record it" if fit.assumed_note and other is None
+             else "the what-if's" if other is not None else "the record's config")
+    if fit.best_std is None or fit.best_epsilon is None:
+        return AdvantageCause(size + f"A from r uses {assumed} ({where}); no std or ε reproduces the framework's "
+                              f"A (closest: {_sci(fit.best_gap)} of A): its advantages came from other rewards (a "
+                              "reward scaled or shaped after logging, a KL in the reward, or groups over more "
+                              "completions than the record holds).", None, None)
+    best = _epsilon(fit.best_std, fit.best_epsilon)
+    switch = fit.switch
+    if switch is None:  # the best fit is what is shown: the rows differ only under a what-if's std or ε
+        return AdvantageCause(size + f"A from r uses {assumed}, which reproduces the framework's A from the "
+                              "record's rewards; the what-if's rewards differ (a KL in the reward).", None, None)
+    target = {**(other_what_if(other, own) if other is not None else {}), **switch}
+    how_close = "exactly" if fit.best_gap == 0 else f"to {_sci(fit.best_gap)} of A"
+    return AdvantageCause(size + f"Likely cause: A from r uses {assumed} ({where}), while the file's numbers match "
+                          f"{best} ({how_close}, computed from the same rewards).",
+                          f"Recompute with {best}", url(what_if=target) + "#record-group-table")
+
+
+def other_what_if(other: Recomputed, own: Recomputed) -> dict[str, str]:
+    """The fields where the what-if differs from the record's own conventions (its URL without a preset)."""
+    a, b = own.conventions, other.conventions
+    return {n: query_value(n, getattr(b, n)) for n in type(b).model_fields
+            if n != "preset" and getattr(a, n) != getattr(b, n)}
+
+
+def _changes(own: Recomputed, other: Recomputed | None) -> tuple[ConventionChange, ...]:
+    """The conventions the what-if changed, the record's value beside the what-if's (as the toy's Compare)."""
+    if other is None:
+        return ()
+    a, b = own.conventions, other.conventions
+    # the IS bounds do nothing while neither side corrects: a preset's default 3 is not a change
+    idle = {"is_clip_min", "is_clip_max"} if a.is_correction == b.is_correction == "none" else set()
+    rows = [ConventionChange(n, FIELD_NAMES.get(n, n), query_value(n, getattr(a, n)), query_value(n, getattr(b, n)))
+            for n in type(b).model_fields if n != "preset" and n not in idle and getattr(a, n) != getattr(b, n)]
+    if not own.own_conventions or other.own_conventions:
+        return tuple(rows)
+    # the record's loss used the framework's advantages; the what-if's are recomputed from the rewards
+    return (*rows, ConventionChange("advantages", "advantages A", "the framework's (recorded)", "from the rewards"))

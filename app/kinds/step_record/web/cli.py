@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from app.domain.uploads import UploadRejected, UploadStore
-from app.kinds.step_record.engine.checks import checks
+from app.kinds.step_record.engine.checks import checks, unchecked
 from app.kinds.step_record.engine.recompute import recompute
 from app.stores.uploads import StoreUnavailable
 from app.views.urls import URLS
@@ -44,6 +44,8 @@ def summary(entry) -> list[str]:
     for c in found:
         lines.append(f"{'ok ' if c.ok else 'BAD'} {c.key}: logged {c.logged:.6g}, recomputed {c.recomputed:.6g} "
                      f"(rel {c.rel:.1e})")
+    for u in unchecked(record, result):
+        lines.append(f"--  {u.key}: not checked ({u.reason})")
     return lines
 
 

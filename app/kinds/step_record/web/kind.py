@@ -11,13 +11,18 @@ from fastapi import FastAPI
 
 from app.kinds.step_record.domain.opening import KIND_ID, READER
 from app.kinds.step_record.engine import export_target
+from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record
-from app.kinds.step_record.web import api, cli, pages
+from app.kinds.step_record.web import api, cli, examples, pages
 from app.web.kind import Kind
+from app.web.rendering import templates
 
 
 def install(app: FastAPI) -> None:
     app.include_router(api.router)
+    # the upload page's "Try an example" lists the shipped records (upload_help.html)
+    templates.env.globals["step_record_examples"] = EXAMPLES
+    app.include_router(examples.router)
 
 
 HERE = Path(__file__).resolve().parents[1]

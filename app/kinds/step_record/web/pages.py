@@ -27,7 +27,7 @@ def step_page(asked: StepRequest):
         raise NotFound(str(exc)) from None
     # One way: the engine's results first (kept per record and conventions), then the screen from them.
     own = recomputed(asked.entry.id, record)
-    what_if = q.conventions(record.config.max_length)
+    what_if = q.conventions(own.conventions)
     other = recomputed(asked.entry.id, record, what_if) if what_if is not None else None
     screen = build_record_screen(snapshot, state, record, own, other)
     return step_response(request, screen, step_context(screen, asked.catalog))

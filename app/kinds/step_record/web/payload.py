@@ -8,7 +8,7 @@ import numpy as np
 
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.cache import recomputed
-from app.kinds.step_record.engine.checks import checks
+from app.kinds.step_record.engine.checks import checks, unchecked
 from app.kinds.step_record.engine.recompute import node_key
 
 
@@ -39,8 +39,9 @@ def record_payload(key: str, record: StepRecord, group: int, completion: int | N
         "run": record.run.model_dump(), "config": record.config.model_dump(),
         "conventions": r.conventions.model_dump(), "loss": _num(r.loss), "grad_norm": _num(r.grad_norm),
         "metrics": _nums(r.metrics), "logged": dict(record.metrics),
-        "checks": [{"key": c.key, "logged": c.logged, "recomputed": _num(c.recomputed), "rel": _num(c.rel),
-                    "ok": c.ok} for c in checks(record, r)],
+        "checks": [{"key": c.key, "logged": c.logged, "recomputed": _num(c.recomputed), "diff": _num(c.diff),
+                    "rel": _num(c.rel), "ok": c.ok, "why": c.why} for c in checks(record, r)],
+        "unchecked": [{"key": u.key, "logged": u.logged, "reason": u.reason} for u in unchecked(record, r)],
         "group": group, "groups": len(record.groups),
     }
     if node is not None:
