@@ -39,10 +39,13 @@ def pages(base_url) -> dict[str, str]:
                    files={"file": ("parts.grpo-step.json", json.dumps(raw).encode(), "application/json")})
     assert r.status_code in (200, 201), r.text
     wid = r.json()["id"]
-    return {"toy-reference": "/walkthroughs/toy_grpo/steps/reference",
+    urls = {"toy-reference": "/walkthroughs/toy_grpo/steps/reference",
             "tiny-lm-kl": "/walkthroughs/tiny_lm_grpo/steps/kl",
             "record-kl": f"/walkthroughs/{wid}/steps/kl",
             "record-what-if": f"/walkthroughs/{wid}/steps/loss?preset=dapo"}
+    for url in urls.values():  # computed once here (the tiny LM's step takes seconds), so a page loads at once
+        assert httpx.get(base_url + url, timeout=300).status_code == 200, url
+    return urls
 
 
 @pytest.mark.parametrize("size", SIZES)

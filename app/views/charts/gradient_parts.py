@@ -105,8 +105,8 @@ def parts_chart(rows: Sequence[PartRow], caption: str) -> PartsChart:
     hi = max([0.0, *(max(r.surrogate, 0) + max(r.kl, 0) for r in rows), *(r.total for r in rows)])
     span = (hi - lo) or 1.0
 
-    def x(v: float) -> float:
-        return left + (v - lo) / span * (right - left)
+    def x(v: float) -> float:  # the bars keep a margin, so a part drawn MIN_SEGMENT wide at an end stays inside
+        return left + MIN_SEGMENT + (v - lo) / span * (right - left - 2 * MIN_SEGMENT)
 
     zero = x(0.0)
     top = LEGEND_H
