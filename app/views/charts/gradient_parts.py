@@ -23,8 +23,7 @@ KL_LABEL = "from the KL penalty, β · ∂KL/∂log π"
 PARTS_WORDS = ("Each bar is the sum of two parts: solid, from the clipped advantage term; hatched, from the KL "
                "penalty β · ∂KL/∂log π; ▲ marks their sum. A part too small for the scale is drawn a few "
                "units wide; the numbers are exact.")
-WIDTH = 340  # user units; the svg scales to its column (its text is ~11 px at a phone's width)
-ROW_H = 36
+WIDTH = 320  # user units; the svg scales to its column: at a 390 px phone ~331 px wide, so 11-unit text is ≥ 11 px
 BAR_H = 12
 LEGEND_H = 40
 AXIS_H = 18
@@ -111,9 +110,13 @@ def parts_chart(rows: Sequence[PartRow], caption: str) -> PartsChart:
     zero = x(0.0)
     top = LEGEND_H
     drawn = []
-    for i, row in enumerate(rows):
-        y = top + i * ROW_H
-        bar_y = y + 14
+    y = top
+    for row in rows:
+        text = values_text(row.surrogate, row.kl, row.total)
+        # the label and its numbers on one line where both fit, else the numbers on a second line
+        one_line = len(row.label) * BOLD_W + len(text) * CHAR_W + 12 <= right - left
+        values_y = y + 11 if one_line else y + 24
+        bar_y = values_y + 3
         ends = {1: 0.0, -1: 0.0}  # each direction stacks from 0 outwards: the surrogate first, then the KL
         segments = []
         for part, value in (("surrogate", row.surrogate), ("kl", row.kl)):
@@ -125,15 +128,15 @@ def parts_chart(rows: Sequence[PartRow], caption: str) -> PartsChart:
             w = max(abs(b - a), MIN_SEGMENT)  # a too-small part grows away from zero, never across it
             start = a if sign > 0 else a - w
             segments.append(Segment(r2(start), r2(bar_y), r2(w), BAR_H, part, value))
-        text = values_text(row.surrogate, row.kl, row.total)
-        chars = int((right - left - len(text) * CHAR_W - 12) / BOLD_W)  # the label is bold: wider characters
+        chars = int((right - left) / BOLD_W)  # the label is bold: wider characters
         title = (f"{row.label}: ∂loss/∂log π = {_num(row.total)}; {_num(row.surrogate)} {SURROGATE_LABEL}"
                  f"{' (clipped: 0)' if row.clipped else ''}, {_num(row.kl)} {KL_LABEL}")
         drawn.append(DrawnRow(row, Text(r2(left), r2(y + 11), _fit(row.label, chars)),
-                              Text(r2(right), r2(y + 11), text, "end"), tuple(segments), r2(x(row.total)),
+                              Text(r2(right), r2(values_y), text, "end"), tuple(segments), r2(x(row.total)),
                               _triangle(x(row.total), bar_y + BAR_H + 1), r2(bar_y), title,
                               exact(row.surrogate), exact(row.kl), exact(row.total)))
-    bottom = top + len(rows) * ROW_H
+        y = bar_y + BAR_H + 10  # the ▲ under the bar, then the gap to the next row
+    bottom = y
     ticks = [Text(r2(zero), r2(bottom + 12), "0", "middle")]
     # an end's label only where it clears the 0 (its text, a character of room either side)
     if lo < 0 and zero - left > (len(_num(lo)) + 2) * CHAR_W:
