@@ -284,3 +284,81 @@ def token_loss(rows, rewards, c, *, sampling=None, advantages_given=None, cispo_
             k = 0.0 if c["kl_placement"] == "reward" else kl(lp, lr) * (rho if c["kl_bias_correction"] else 1.0)
             total.append(w * (value * v[t] - c["beta"] * k))
     return -math.fsum(total)
+
+
+def kl_slope(logp, logp_ref, estimator="k3", *, log_ratio_clamp=None, kl_clamp=None):
+    """d KL estimate / d log π, by hand (Δ = log π_ref − log π, dΔ/d log π = −1): k1 = −Δ gives 1,
+    k2 = Δ²/2 gives −Δ, k3 = e^Δ − Δ − 1 gives 1 − e^Δ; 0 where a clamp (k3's only) binds."""
+    value, delta_hit, value_hit, raw_delta, _ = kl_estimate(logp, logp_ref, estimator, log_ratio_clamp=log_ratio_clamp,
+                                                            kl_clamp=kl_clamp)
+    if delta_hit or value_hit:
+        return 0.0
+    if estimator == "k1":
+        return 1.0
+    if estimator == "k2":
+        return -raw_delta
+    return 1 - math.exp(raw_delta)
+
+
+def token_gradient_parts(rows, rewards, c, *, sampling=None, advantages_given=None, weights=None):
+    """∂loss/∂log π_it of token_loss, split by hand into (surrogate part, KL part), each [i][t]:
+
+    surrogate part = −w_i·v_it·∂L_it/∂log π,  KL part = w_i·β·∂K_it/∂log π  (their sum: the whole).
+
+    ∂ρ/∂log π: ρ at token level, ρ_i/|o_i| on every token of completion i at sequence level (GSPO: ρ_i is
+    shared, so token s's part gathers every token t's ∂/∂ρ_i), 0 where the log-ratio clamp binds. clip:
+    ∂L/∂ρ = A, or 0 where the clip or the dual clip binds; cispo: ∂L/∂log π = min(ρ, ε_high)·A, no ρ path.
+    K = KL (∂ = kl_slope), or KL·ρ with kl_bias_correction (∂ = kl_slope·ρ + KL·∂ρ); 0 with the KL in the
+    reward. `weights`: per completion w_i in place of the aggregation's (a record's global token count)."""
+    ratio_bound, beta = c["log_ratio_clamp"], c["beta"]
+    level, policy, mode = (c.get("importance_sampling_level", "token"), c.get("policy_loss", "clip"),
+                           c.get("is_correction", "none"))
+    if c["kl_placement"] == "reward":
+        rewards = [r - beta * sum(kl_estimate(lo, lr, c["kl_estimator"], log_ratio_clamp=ratio_bound,
+                                              kl_clamp=c["kl_clamp"])[0] for _, lo, lr in row)
+                   for r, row in zip(rewards, rows, strict=True)]
+    adv = (list(advantages_given) if advantages_given is not None
+           else advantages(rewards, c["advantage_epsilon"], std_kind=c["advantage_std"]))
+    if weights is None:
+        weights = aggregation_weights([len(r) for r in rows], c["loss_aggregation"], c["max_length"])
+    surrogate_parts, kl_parts = [], []
+    for i, (row, a, w) in enumerate(zip(rows, adv, weights, strict=True)):
+        n = len(row)
+        raw = ([math.fsum(lp - lo for lp, lo, _ in row) / n] * n if level == "sequence"
+               else [lp - lo for lp, lo, _ in row])
+        hit = [ratio_bound is not None and abs(x) > ratio_bound for x in raw]
+        rho = [math.exp(x if not h else clip(x, -ratio_bound, ratio_bound)) for x, h in zip(raw, hit, strict=True)]
+        # d ρ_t / d log π_s: own token only at token level; every token of the completion at sequence level
+        def d_rho(t, s, rho=rho, hit=hit, n=n):
+            if hit[t]:
+                return 0.0
+            if level == "sequence":
+                return rho[t] / n
+            return rho[t] if t == s else 0.0
+        if mode != "none" and sampling is not None:
+            v = is_weight([lo - ls for (_, lo, _), ls in zip(row, sampling[i], strict=True)], mode,
+                          c.get("is_clip_min"), c.get("is_clip_max"))
+        else:
+            v = [1.0] * n
+        kls = [kl_estimate(lp, lr, c["kl_estimator"], log_ratio_clamp=ratio_bound, kl_clamp=c["kl_clamp"])[0]
+               for lp, _, lr in row]
+        slopes = [kl_slope(lp, lr, c["kl_estimator"], log_ratio_clamp=ratio_bound, kl_clamp=c["kl_clamp"])
+                  for lp, _, lr in row]
+        sur_row, kl_row = [], []
+        for s in range(n):
+            if policy == "cispo":
+                d_l = v[s] * min(rho[s], c["clip_epsilon_high"]) * a
+            else:
+                d_l = math.fsum(v[t] * surrogate_terms(rho[t], a, c["clip_epsilon"], c["clip_epsilon_high"],
+                                                       c["dual_clip"])[1] * d_rho(t, s) for t in range(n))
+            if c["kl_placement"] == "reward":
+                d_k = 0.0
+            elif c["kl_bias_correction"]:
+                d_k = slopes[s] * rho[s] + math.fsum(kls[t] * d_rho(t, s) for t in range(n))
+            else:
+                d_k = slopes[s]
+            sur_row.append(-w * d_l)
+            kl_row.append(w * beta * d_k)
+        surrogate_parts.append(sur_row)
+        kl_parts.append(kl_row)
+    return surrogate_parts, kl_parts

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TokenRecord:
-    """One completion token. `grad` is ∂loss/∂log π_θ(token); `logp_after` is log π after one more step."""
+    """One completion token. `grad` is ∂loss/∂log π_θ(token), split into its surrogate and KL parts;
+    `logp_after` is log π after one more step."""
     text: str
     logp: float
     logp_old: float
@@ -23,6 +24,8 @@ class TokenRecord:
     weight: float  # w: the token's share of the loss under the aggregation in force
     grad: float
     logp_after: float
+    grad_surrogate: float  # grad's part from the clipped advantage term (engine/grpo/gradient_parts.py)
+    grad_kl: float  # grad's part from the KL penalty, β·∂KL/∂log π; grad = grad_surrogate + grad_kl
 
     @property
     def delta_logp(self) -> float:

@@ -9,11 +9,13 @@ advantages and its rollout engine's log-probs (for the IS correction).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from app.engine.grpo import objective as conv
+from app.engine.grpo.gradient_parts import LossParts, split_loss
 from app.engine.grpo.params import Conventions
 
 NO_SAMPLING_LOGPS = ("is_correction={mode} needs the rollout engine's log-probs (logp_sampling), and this step "
@@ -30,6 +32,7 @@ class TokenStep:
     kl: torch.Tensor  # (G, T) the estimate (of π_θ in the loss, of π_old in the reward)
     kl_term: torch.Tensor  # (G, T) what β multiplies in the loss: KL, KL·ρ, or 0
     per_token: torch.Tensor  # (G, T) L·is_weight − β·kl_term
+    policy_term: torch.Tensor  # (G, T) L·is_weight: per_token's surrogate addend (kl_term is the other)
     weights: torch.Tensor  # (G, T) w: loss = −Σ w·per_token
     objective: torch.Tensor  # J
     loss: torch.Tensor  # −J
@@ -82,7 +85,18 @@ def token_grpo_step(logp: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.
     policy_term = surrogate.value if c.is_correction == "none" else surrogate.value * weight.value
     per_token = (policy_term - c.beta * kl_term) * mask
     objective = conv.aggregate(per_token, mask, c.loss_aggregation, c.max_length)
-    return TokenStep(reward_used, advantages, ratio, surrogate.value * mask, kl, kl_term, per_token,
+    return TokenStep(reward_used, advantages, ratio, surrogate.value * mask, kl, kl_term, per_token, policy_term * mask,
                      conv.aggregation_weights(mask, c.loss_aggregation, c.max_length), objective, -objective,
                      surrogate.clip_active & on, surrogate.dual_clip_hit & on, weight.value,
                      surrogate.clip_low & on, surrogate.clip_high & on, weight.bound_hit, skipped)
+
+
+def token_loss_parts(step: TokenStep, mask: torch.Tensor, c: Conventions,
+                     reduce: Callable[[torch.Tensor], torch.Tensor] | None = None) -> LossParts:
+    """The step's loss as its surrogate and KL addends (engine/grpo/gradient_parts.py), under the
+    aggregation in force, or `reduce` where the loss was aggregated otherwise (a record's global token count)."""
+    mask = mask.to(step.per_token.dtype)
+    if reduce is None:
+        def reduce(x: torch.Tensor) -> torch.Tensor:
+            return conv.aggregate(x, mask, c.loss_aggregation, c.max_length)
+    return split_loss(step.policy_term, step.kl_term * mask, c.beta, reduce)

@@ -11,14 +11,16 @@ Metrics are named and computed as TRL 1.16 logs them (grpo_trainer.py `_compute_
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from app.engine.grpo import objective as conv
+from app.engine.grpo.gradient_parts import gradient_parts
 from app.engine.grpo.params import Conventions
-from app.engine.grpo.token_step import TokenStep, token_grpo_step
+from app.engine.grpo.token_step import TokenStep, token_grpo_step, token_loss_parts
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.params import record_conventions
 
@@ -38,6 +40,8 @@ class CompletionResult:
     per_token: np.ndarray  # the objective term of each token: (L − β·KL)·IS weight
     weight: np.ndarray  # what each token counts for in the loss (aggregation)
     grad: np.ndarray  # ∂loss/∂log π_θ
+    grad_surrogate: np.ndarray  # its part from the clipped advantage term (engine/grpo/gradient_parts.py)
+    grad_kl: np.ndarray  # its part from the KL penalty, β·∂KL/∂log π (0 with no KL term in the loss)
     is_weight: np.ndarray
     clip_low: np.ndarray
     clip_high: np.ndarray
@@ -111,7 +115,10 @@ def recompute(record: StepRecord, conventions: Conventions | None = None) -> Rec
     advantages = recorded if own else from_rewards
     step = token_grpo_step(logp, old, ref, torch.from_numpy(np.nan_to_num(rewards)), mask, c,
                            logp_sampling=sampling, advantages=torch.from_numpy(advantages.copy()))
+    reduce = _reduce(step, mask, c, record if own else None)
     loss = _loss(step, mask, record if own else None)
+    # the two parts on this very graph, before any tensor retains a .grad (autograd.grad would add to it)
+    grad_parts = gradient_parts(token_loss_parts(step, mask, c, reduce), logp)
     for tensor in (step.ratio, step.surrogate, step.kl, step.per_token, step.objective, loss):
         if tensor.requires_grad:
             tensor.retain_grad()
@@ -122,7 +129,7 @@ def recompute(record: StepRecord, conventions: Conventions | None = None) -> Rec
     metrics.update(summary_metrics(record, rewards, advantages))
     weights = (-step.weights).detach()
     per_token = step.per_token.detach()
-    results = [_one(gi, ci, row, item.length, advantages[row], logp, mask, step, weights, per_token)
+    results = [_one(gi, ci, row, item.length, advantages[row], logp, mask, step, weights, per_token, grad_parts)
                for row, (gi, ci, item) in enumerate(items)]
     return Recomputed(c, own, advantages, from_rewards, rewards, loss.item(),
                       float((step.weights * per_token).abs().sum()), float(logp.grad.norm()), metrics, results,
@@ -206,6 +213,15 @@ def summary_metrics(record: StepRecord, rewards: np.ndarray, advantages: np.ndar
     return out
 
 
+def _reduce(step: TokenStep, mask: torch.Tensor, c: Conventions,
+            record: StepRecord | None) -> Callable[[torch.Tensor], torch.Tensor]:
+    """How `_loss` aggregates per-token terms (loss = −reduce(per_token)), for the loss's two parts."""
+    normalizer = record.config.token_normalizer if record is not None else None
+    if normalizer is None or record is None or record.config.loss_aggregation != "token_mean":
+        return lambda x: conv.aggregate(x, mask, c.loss_aggregation, c.max_length)
+    return lambda x: (x * mask).sum() / normalizer
+
+
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> float:
     return float((x * mask).sum() / mask.sum().clamp(min=1))
 
@@ -253,11 +269,13 @@ def _batch_metrics(step: TokenStep, full_mask: torch.Tensor, c: Conventions, ent
 
 
 def _one(gi: int, ci: int, row: int, n: int, advantage: float, logp: torch.Tensor, mask: torch.Tensor,
-         step: TokenStep, weights: torch.Tensor, per_token: torch.Tensor) -> CompletionResult:
+         step: TokenStep, weights: torch.Tensor, per_token: torch.Tensor,
+         grad_parts: tuple[torch.Tensor, torch.Tensor]) -> CompletionResult:
     def take(x: torch.Tensor) -> np.ndarray:
         return x[row, :n].detach().numpy().copy()
 
     assert logp.grad is not None
     return CompletionResult(gi, ci, row, float(advantage), take(logp), take(mask), take(step.ratio),
                             take(step.surrogate), take(step.kl), take(per_token), take(weights.abs()),
-                            take(logp.grad), take(step.is_weight), take(step.clip_low), take(step.clip_high))
+                            take(logp.grad), take(grad_parts[0]), take(grad_parts[1]), take(step.is_weight),
+                            take(step.clip_low), take(step.clip_high))

@@ -24,10 +24,12 @@ from app.kinds.step_record.engine.recompute import Recomputed
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics
+from app.kinds.step_record.views.gradient_parts_view import kl_parts_chart, sign_change_chart
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
 from app.kinds.step_record.views.record_query import RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
 from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_record_strip, build_record_window
+from app.views.charts.gradient_parts import PartsChart
 from app.views.convention_text import FIELD_NAMES
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
@@ -123,6 +125,16 @@ class RecordView:
     own_url: str
     api_url: str
     node: NodeView | None
+
+    @property
+    def kl_parts(self) -> PartsChart | None:
+        """The KL step's ∂loss/∂log π in its surrogate and KL parts (gradient_parts_view.py)."""
+        return kl_parts_chart(self.result, self.group, _tokens(self.record))
+
+    @property
+    def sign_parts(self) -> PartsChart | None:
+        """The what-if's tokens whose push changes sign, each in its two parts, recorded and what-if."""
+        return None if self.other is None else sign_change_chart(self.result, self.other, _tokens(self.record))
 
     @property
     def has_reference(self) -> bool:

@@ -41,8 +41,9 @@ async def get_record(request: Request, walkthrough_id: str, cat: CatalogDep, com
                      ) -> Response:
     """A recorded step recomputed under its own conventions: the run, the checks of every logged metric
     against the recomputation, the metrics, and for one group each completion's tokens with log π, log
-    π_old, log π_ref, ρ, clip flags, KL, weight w and ∂loss/∂log π; with `node`, that node's value and
-    ∂loss/∂value for the group's rows."""
+    π_old, log π_ref, ρ, clip flags, KL, weight w and ∂loss/∂log π (`grad`) with its two parts,
+    `grad_surrogate` (from the clipped advantage term) and `grad_kl` (from the KL penalty β·KL; they add
+    up to `grad`); with `node`, that node's value and ∂loss/∂value for the group's rows."""
     find_run(cat, walkthrough_id, KIND_ID, None, node, f"walkthrough {walkthrough_id!r} is not a recorded step")
     entry = find_loaded(cat, walkthrough_id)
     if group >= len(entry.payload.groups):

@@ -66,5 +66,6 @@ def record_payload(key: str, record: StepRecord, group: int, completion: int | N
             "logprobs": _list(c.logp), "ratio": _list(c.ratio), "clip_low": _list(c.clip_low),
             "clip_high": _list(c.clip_high), "kl": _list(c.kl), "weight": _list(c.weight),
             "per_token": _list(c.per_token), "is_weight": _list(c.is_weight), "grad": _list(c.grad),
+            "grad_surrogate": _list(c.grad_surrogate), "grad_kl": _list(c.grad_kl),
         })
     return body

@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
 from app.engine.grpo import objective as conv
+from app.engine.grpo.gradient_parts import split_loss
 from app.engine.grpo.head import ClippedSurrogate, GroupAdvantages, PolicyRatio, ReferencePenalty
 from app.engine.grpo.params import Conventions
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM, TinyLMConfig
@@ -95,6 +96,8 @@ class TinyLMGRPO(nn.Module):
             kl_term = kl * ratio
         per_token = (surrogate - c.beta * kl_term) * mask
         objective = self.aggregate(per_token, mask)
+        # loss = surrogate part + KL part under the same aggregation (engine/grpo/gradient_parts.py)
+        parts = split_loss(surrogate, kl_term * mask, c.beta, lambda x: self.aggregate(x, mask))
         loss = torch.neg(objective)  # neg@TinyLMGRPO#0, the graph's last node
         flags = self.clipped.last
         assert flags is not None
@@ -104,7 +107,7 @@ class TinyLMGRPO(nn.Module):
                 "per_token": per_token, "objective": objective, "loss": loss,
                 "weights": conv.aggregation_weights(mask, c.loss_aggregation, c.max_length),
                 "clip_active": flags.clip_active & on, "dual_clip_hit": flags.dual_clip_hit & on,
-                "clip_low": flags.clip_low & on, "clip_high": flags.clip_high & on}
+                "clip_low": flags.clip_low & on, "clip_high": flags.clip_high & on, "loss_parts": parts}
 
 
 def build_tiny_lm_grpo(policy: TinyLM, old: TinyLM, reference: TinyLM, conventions: Conventions) -> TinyLMGRPO:

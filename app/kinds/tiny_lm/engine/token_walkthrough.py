@@ -15,6 +15,7 @@ from functools import lru_cache
 import torch
 
 from app.engine.grpo import objective as conv
+from app.engine.grpo.gradient_parts import gradient_parts
 from app.engine.grpo.token_records import AggregationRow, CompletionRecord, TensorSummary, TokenRecord
 from app.engine.grpo.token_step import token_grpo_step
 from app.engine.runtime.compute import cached_computation
@@ -28,7 +29,7 @@ from app.kinds.tiny_lm.engine.params import MAX_NEW_TOKENS, REWARD_CHOICES, Toke
 from app.kinds.tiny_lm.engine.tiny_lm import TinyLM
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, TinyLMGRPO, build_tiny_lm_grpo
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
-from app.kinds.tiny_lm.engine.update_parts import gradient_split, update_parts
+from app.kinds.tiny_lm.engine.update_parts import update_parts
 
 BASE_CHECKPOINT = pathlib.Path(__file__).resolve().parents[4] / "walkthroughs" / "models" / "tiny_lm_base.safetensors"
 AGGREGATIONS = ("sample_mean", "token_mean", "token_sum_norm")
@@ -167,7 +168,7 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
     aggregations = _aggregation_rows(out["logp"], out["logp_old"].detach(), out["logp_ref"].detach(), rewards,
                                      group.mask, params, copy.deepcopy(policy), group)
     logp_old, logp_ref = out["logp_old"].detach(), out["logp_ref"].detach()
-    _, grad_kl = gradient_split(out["logp"], logp_old, logp_ref, rewards, group.mask, params.conventions())
+    grad_surrogate, grad_kl = _gradient_parts(grpo, group, rewards)
     # Why each completion moved: the same update on parts of the loss (before the real one below).
     parts_moved = update_parts(policy, optimiser, lambda m: _logp(m, group), logp_old, logp_ref, rewards,
                                group.mask, params.conventions())
@@ -181,7 +182,8 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
         logp_after = _logp(policy, group)
 
     weights_by_mode = {m: conv.aggregation_weights(group.mask, m, params.max_length) for m in AGGREGATIONS}
-    completions = _completions(group, parts, rewards, out, grad_logp, logp_after, weights_by_mode)
+    completions = _completions(group, parts, rewards, out, grad_logp, logp_after, weights_by_mode,
+                               (grad_surrogate, grad_kl))
     return TokenStepResult(
         params, device, prompt.text, tuple(VOCAB[int(i)] for i in group.ids[0, :group.prompt_length]),
         prompt.script, prompt.answer, REWARD_CHOICES[params.reward_parts], completions,
@@ -191,12 +193,20 @@ def _cached(params: TokenParams, device: str) -> TokenStepResult:
         parts_moved)
 
 
-def _completions(group: Group, parts, rewards, out, grad_logp, logp_after, weights_by_mode) -> tuple:
+def _gradient_parts(grpo: TinyLMGRPO, group: Group, rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """∂loss/∂log π per token, split into its surrogate and KL parts by autograd, on a fresh forward pass
+    of the same objective module (the recorded pass's tensors retain .grad, which autograd.grad adds to)."""
+    out = grpo(group.ids, group.mask, rewards, group.prompt_length)
+    return gradient_parts(out["loss_parts"], out["logp"])
+
+
+def _completions(group: Group, parts, rewards, out, grad_logp, logp_after, weights_by_mode, grad_parts) -> tuple:
     rows = []
     columns = {k: out[k].detach().cpu().tolist() for k in
                ("logp", "logp_old", "logp_ref", "ratio", "kl", "kl_term", "per_token", "weights",
                 "clip_active", "dual_clip_hit")}
     grads, after = grad_logp.detach().cpu().tolist(), logp_after.cpu().tolist()
+    from_surrogate, from_kl = (g.cpu().tolist() for g in grad_parts)
     for i, text in enumerate(group.completions):
         n = int(group.mask[i].sum())
         ids = group.ids[i, group.prompt_length:group.prompt_length + n]
@@ -204,7 +214,7 @@ def _completions(group: Group, parts, rewards, out, grad_logp, logp_after, weigh
             VOCAB[int(ids[t])], columns["logp"][i][t], columns["logp_old"][i][t], columns["logp_ref"][i][t],
             columns["ratio"][i][t], bool(columns["clip_active"][i][t]), bool(columns["dual_clip_hit"][i][t]),
             columns["kl"][i][t], columns["kl_term"][i][t], columns["per_token"][i][t], columns["weights"][i][t],
-            grads[i][t], after[i][t]) for t in range(n))
+            grads[i][t], after[i][t], from_surrogate[i][t], from_kl[i][t]) for t in range(n))
         contribution = sum(tok.weight * tok.objective for tok in tokens)
         rows.append(CompletionRecord(
             text, tokens, parts[i].accuracy, parts[i].format, parts[i].language, float(rewards[i]),

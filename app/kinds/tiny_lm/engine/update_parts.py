@@ -1,5 +1,6 @@
-"""Why a completion moved the way it did in the update step: the per-token gradient
-split into the surrogate's push and the KL term's pull, and the update re-run on parts of the loss.
+"""Why a completion moved the way it did in the update step: the update re-run on parts of the loss
+(the per-token gradient's own split into the surrogate's push and the KL term's pull is
+engine/grpo/gradient_parts.py's).
 
 The loss is a sum over completions, loss = Σ_i loss_i with loss_i = −Σ_t w_it·(L − β·K)_it, but
 the completions share every weight of the model, and AdamW's step is not linear in the gradient:
@@ -34,25 +35,6 @@ class UpdatePart:
     own: float  # only this completion's terms (surrogate and KL)
     own_surrogate: float  # only this completion's surrogate, no KL term
     others: float  # every completion's terms but this one's
-
-
-def gradient_split(logp: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.Tensor, rewards: torch.Tensor,
-                   mask: torch.Tensor, c: Conventions) -> tuple[torch.Tensor, torch.Tensor]:
-    """∂loss/∂log π per token (G, T), split: the surrogate's part (−w·∂L/∂log π) and the KL
-    term's (w·β·∂K/∂log π). They add up to the token's ∂loss/∂log π."""
-    parts = []
-    for keep_surrogate in (True, False):
-        leaf = logp.detach().clone().requires_grad_(True)
-        step = token_grpo_step(leaf, logp_old, logp_ref, rewards, mask, c)
-        terms = step.surrogate if keep_surrogate else -c.beta * step.kl_term * mask
-        loss = -(step.weights * terms).sum()
-        if not loss.requires_grad:  # the KL in the reward: a constant of π_old, no gradient here
-            parts.append(torch.zeros_like(leaf))
-            continue
-        loss.backward()
-        assert leaf.grad is not None
-        parts.append(leaf.grad.detach())
-    return parts[0], parts[1]
 
 
 def update_parts(policy: M, optimiser: torch.optim.AdamW, score: Callable[[M], torch.Tensor],

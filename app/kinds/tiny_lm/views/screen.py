@@ -21,10 +21,12 @@ from app.kinds.tiny_lm.views import urls as lm_urls
 from app.kinds.tiny_lm.views.dr_grpo_view import build_dr_grpo_view
 from app.kinds.tiny_lm.views.lm_path_panel import PathPanel, build_path_panel
 from app.kinds.tiny_lm.views.overlay_view import build_overlay
+from app.kinds.tiny_lm.views.parts_view import kl_parts_chart
 from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.views.token_form import TOKEN_FIELDS, TokenForm, token_query
 from app.kinds.tiny_lm.views.token_steps import build_token_panel
 from app.kinds.tiny_lm.views.update_view import UpdateView, build_update_view
+from app.views.charts.gradient_parts import PartsChart
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
@@ -124,6 +126,11 @@ class TokenScreen:
     @property
     def result(self) -> TokenStepResult:
         return self.panel.result
+
+    @property
+    def parts(self) -> PartsChart | None:
+        """The KL step's ∂loss/∂log π in its surrogate and KL parts."""
+        return kl_parts_chart(self.result) if self.panel.step_id == "kl" else None
 
 
 def _attention(result: TokenStepResult, node_id: str | None, q: TokenQuery) -> AttentionView | None:

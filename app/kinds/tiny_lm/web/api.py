@@ -36,9 +36,11 @@ async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, par
                                                                    "instead of every node's summary.")] = None,
                      ) -> Response:
     """The tiny LM's token-level GRPO step: the prompt, each completion with its reward parts and
-    advantage, and per token log π, log π_old, log π_ref, ρ, clip, KL, weight w, ∂loss/∂log π and
-    log π after one optimiser step; the loss under each aggregation; per node a summary of its value
-    and gradient (shape, min, max, mean, norms), or with `node` that node's full tensors."""
+    advantage, and per token log π, log π_old, log π_ref, ρ, clip, KL, weight w, ∂loss/∂log π (`grad`)
+    with its two parts `grad_surrogate` (from the clipped advantage term) and `grad_kl` (from the KL
+    penalty β·KL; they add up to `grad`), and log π after one optimiser step; the loss under each
+    aggregation; per node a summary of its value and gradient (shape, min, max, mean, norms), or with
+    `node` that node's full tensors."""
     gzip_ok = accepts_gzip(request)
     find_run(cat, walkthrough_id, KIND_ID, step, node,
              f"walkthrough {walkthrough_id!r} is not a token-level walkthrough")

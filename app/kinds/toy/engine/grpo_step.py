@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import torch
 
+from app.engine.grpo.gradient_parts import gradient_parts
 from app.engine.grpo.head import DTYPE
 from app.engine.grpo.token_step import NO_SAMPLING_LOGPS
 from app.engine.runtime.compute import cached_computation
@@ -134,6 +135,16 @@ CISPO_RATIO = ("cispo: the capped ratio min(rho, eps_high) is a constant weight 
 KL_IN_REWARD = "in the reward: beta x this KL of pi_old is subtracted from r before the advantages (a constant)"
 
 
+def _logp_gradients(model: ToyGRPO, x, actions, rewards) -> dict[str, torch.Tensor]:
+    """∂loss/∂log π_θ(o_i) per sample and its two parts (surrogate, KL), by autograd. On a fresh
+    forward pass of the same model: autograd.grad would add to the recorded pass's retained .grad."""
+    out = model(x.detach(), actions, rewards)
+    logp = out["logp"]
+    (total,) = torch.autograd.grad(out["loss"], logp, retain_graph=True)
+    surrogate, kl = gradient_parts(out["loss_parts"], logp)
+    return {"grad_logp": total.detach(), "grad_surrogate": surrogate, "grad_kl": kl}
+
+
 def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
     """One forward + backward of the GRPO loss with every node's value and grad kept."""
     result, outputs = _record(model, x, actions, rewards)
@@ -164,6 +175,7 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
         "ratio_clamped": ratio_clamped, "kl_log_ratio_clamped": kl.log_ratio_clamped,
         "kl_clamped": kl.kl_clamped, "ratio_grad": ratio_grad,
     }
+    columns.update(_logp_gradients(model, x, actions, rewards))
     size = len(actions)
     as_lists = {k: [None] * size if v is None else as_python(v) for k, v in columns.items()}
     samples = [dict(zip(as_lists, row, strict=True)) for row in zip(*as_lists.values(), strict=True)]

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from app.engine.grpo import objective as conv
+from app.engine.grpo.gradient_parts import split_loss
 from app.engine.grpo.head import ClippedSurrogate, GroupAdvantages, PolicyRatio, ReferencePenalty
 from app.engine.grpo.params import Conventions
 
@@ -110,7 +111,9 @@ class ToyGRPO(nn.Module):
             kl_loss_term = kl_loss_term * ratio
         per_sample = torch.sub(surrogate, c.beta * kl_loss_term)  # (G,) sub@ToyGRPO#0
         mask = torch.ones_like(per_sample).unsqueeze(-1)  # one token per completion
-        objective = conv.aggregate(per_sample.unsqueeze(-1), mask, c.loss_aggregation, c.max_length)  # J
+        def reduce(x: torch.Tensor) -> torch.Tensor:
+            return conv.aggregate(x, mask, c.loss_aggregation, c.max_length)
+        objective = reduce(per_sample.unsqueeze(-1))  # J
         loss = -objective
         return {
             "logp": logp, "logp_old": logp_old, "logp_ref": logp_ref,
@@ -120,4 +123,6 @@ class ToyGRPO(nn.Module):
             "reward_used": rewards_used, "kl_loss_term": kl_loss_term,
             "weights": conv.aggregation_weights(mask, c.loss_aggregation, c.max_length)[:, 0],
             "surrogate_flags": self.clipped.last, "kl_flags": kl_estimate,
+            # loss = surrogate part + KL part, the same aggregation (engine/grpo/gradient_parts.py)
+            "loss_parts": split_loss(surrogate.unsqueeze(-1), kl_loss_term.unsqueeze(-1), c.beta, reduce),
         }

@@ -14,9 +14,11 @@ from app.kinds.toy.domain.toy_task import ROLE_LABELS, ROLES
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.views.charts.advantages import AdvantageBars, advantage_bars
 from app.kinds.toy.views.charts.clip_plot import ClipPlot, clip_plot
+from app.kinds.toy.views.charts.gradient_parts import toy_parts_chart
 from app.kinds.toy.views.charts.probabilities import ProbabilityBars, probability_bars
 from app.kinds.toy.views.meaning import choice_label
 from app.kinds.toy.views.sample_table import SampleTable, build_sample_table, choice_note
+from app.views.charts.gradient_parts import PartsChart
 from app.views.numbers import readout
 from app.views.story import StepStory
 
@@ -45,7 +47,8 @@ STORIES = {
         "enters the objective, clipped or not, so the KL term still moves an answer whose surrogate the "
         "clip has cut.",
         focus="reference", step_fields=("beta", "kl_estimator", "kl_placement"),
-        evidence="the D column, and the objective L − βD differing from L on the clipped rows too"),
+        evidence="the bars of ∂loss/∂log π split into its two parts (on a clipped row only the KL part is "
+                 "left), the D column, and the objective L − βD differing from L on the clipped rows too"),
 }
 
 
@@ -65,6 +68,7 @@ class StoryFigure:
     probabilities: ProbabilityBars | None
     advantages: AdvantageBars | None
     clip: ClipPlot | None
+    parts: PartsChart | None        # the reference step's ∂loss/∂log π split into surrogate and KL parts
     table: SampleTable | None
     key: tuple[ChoiceKey, ...]      # the four answers of this prompt
     reward_rule: str
@@ -114,8 +118,9 @@ def build_story_figure(result: StepResult | None, step_id: str) -> StoryFigure |
                           choice_note(prompt.role(c), paid[c], known) if c in paid else "")
                 for c in range(len(ROLES)))
     shown = ", ".join(str(s["action"]) for s in result.samples[:16]) + (", …" if len(result.samples) > 16 else "")
+    gradient_bars = toy_parts_chart(result) if step_id == "reference" else None
     return StoryFigure(
-        story.focus, stage, probabilities, advantages, clip,
+        story.focus, stage, probabilities, advantages, clip, gradient_bars,
         build_sample_table(result, upto=ORDER[stage]) if stage > 0 else None, key,
         str(result.history.get("reward_rule", "")), f"{len(result.samples)} answers sampled: {shown}",
         len(set(rewards)) <= 1)

@@ -50,6 +50,11 @@ class CompareSample(Body):
     kl_log_ratio_clamped: bool = Field(description="log_ratio_clamp cut the KL's log-ratio.")
     kl_clamped: bool = Field(description="kl_clamp cut the KL estimate.")
     ratio_grad: float = Field(description="d(loss)/dρ for this completion.")
+    grad_logp: float = Field(description="∂loss/∂log π_θ(o_i) for this completion: grad_surrogate + grad_kl.")
+    grad_surrogate: float = Field(description="The part of grad_logp from the clipped advantage term, "
+                                              "−w·∂(clipped)/∂log π: 0 where the clip binds.")
+    grad_kl: float = Field(description="The part of grad_logp from the KL penalty, w·β·∂(kl_used)/∂log π: "
+                                       "nonzero on clipped rows too; 0 with β = 0 or kl_placement=reward.")
 
 
 class CompareSide(Body):
