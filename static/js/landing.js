@@ -63,7 +63,7 @@
   document.addEventListener("htmx:beforeSwap", function (e) {
     var d = e.detail, cfg = d.requestConfig || {};
     var from = cfg.elt || d.elt, target = d.target;
-    if (!d.xhr || !target) return;
+    if (!d.xhr || !target || !d.shouldSwap) return;   // an error response keeps the page as it is
     document.documentElement.setAttribute("data-landing", "");
     var named = from && from.closest ? from.closest("[data-land]") : null;
     var fromKey = from && from !== target ? keyOf(from) : null;
@@ -116,6 +116,8 @@
   // graph's pan and zoom are back (app.js binds Panzoom on afterSwap, and Panzoom applies its start
   // position in a timeout), so a node is measured where it will stay. One settle event per swapped
   // element: the first one lands. <html data-landing> marks a landing still to come (tests wait on it).
+  // A swap that failed settles nothing: no landing is to come.
+  document.addEventListener("htmx:swapError", function () { document.documentElement.removeAttribute("data-landing"); });
   document.addEventListener("htmx:afterSettle", function (e) {
     var d = e.detail;
     requestAnimationFrame(function () {
