@@ -61,7 +61,7 @@
   }
 
   document.addEventListener("htmx:beforeSwap", function (e) {
-    var d = e.detail, cfg = d.requestConfig || {};
+    var d = e.detail || {}, cfg = d.requestConfig || {};
     var from = cfg.elt || d.elt, target = d.target;
     if (!d.xhr || !target || !d.shouldSwap) return;   // an error response keeps the page as it is
     document.documentElement.setAttribute("data-landing", "");
@@ -86,7 +86,8 @@
   }
 
   function land(d) {
-    var was = d.xhr && pending.get(d.xhr);
+    // A settle without a request (htmx's history restore) has no xhr: nothing was asked for.
+    var was = d && d.xhr && pending.get(d.xhr);
     if (!was) return;
     pending.delete(d.xhr);
     var part = find(was.targetKey) || (d.target && d.target.isConnected ? d.target : null);
