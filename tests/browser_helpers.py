@@ -69,10 +69,11 @@ def open_form(page: Page) -> None:
 
 
 def wait_settled(page: Page) -> None:
-    """No htmx request in flight, the camera fitted (app.js does it in the first frame) and no
-    camera tween running."""
+    """No htmx request in flight, the camera fitted (app.js does it in the first frame), no
+    camera tween running and the last swap landed (focus and scroll: static/js/landing.js)."""
     page.wait_for_function(
         "() => !document.querySelector('.htmx-request') && !document.querySelector('#camera[data-moving]')"
+        " && !document.documentElement.hasAttribute('data-landing')"
         " && typeof htmx !== 'undefined'"
         " && !document.querySelector('.graph-frame:not([data-fitted])')")
 

@@ -1,16 +1,14 @@
 // GRPO walkthrough: progressive enhancement over server-rendered HTML.
 // Everything works as plain links and forms; this adds htmx swaps, the fitted camera
 // (camera.js), pan/zoom (Panzoom 4.6.2, MIT), semantic zoom, edge tags at the frame's
-// edge, keyboard use, and keeping focus and the asked-for thing in view across swaps.
+// edge, keyboard use. Where focus and scroll land after a swap: landing.js.
 (function () {
   "use strict";
 
   var reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
-  var WIDE = window.matchMedia("(min-width: 1200px)");   // app.css: graph and step side by side
   var panzoom = null;
   var base = null;          // the fitted camera (frame pixels) that pan/zoom starts from
   var previous = { camera: null, step: null };
-  var intent = null;        // what the person asked for with the request in flight
 
   function parseNumbers(text) {
     var p = (text || "").split(",").map(Number);
@@ -260,10 +258,10 @@
 
   // -- requests ----------------------------------------------------------------------------
 
-  function go(url, source, what) {
+  // The event goes with the request: a swap someone asked for is one an event started (landing.js).
+  function go(url, source, event) {
     if (!url) return;
-    intent = what;
-    htmx.ajax("GET", url, { target: "#view", swap: "innerHTML", source: source }).then(null, function () {});
+    htmx.ajax("GET", url, { target: "#view", swap: "innerHTML", source: source, event: event }).then(null, function () {});
   }
 
   function inEditable(el) {
@@ -282,8 +280,8 @@
     // A module's ± opens or closes it; anywhere else on a node selects the node.
     var toggle = e.target.closest(".graph .toggle-link");
     var node = e.target.closest(".graph [data-node-id]");
-    if (toggle && node) { e.preventDefault(); go(node.getAttribute("data-toggle-href"), toggle, "toggle"); return; }
-    if (node) { e.preventDefault(); go(node.getAttribute("data-href"), node, "node"); }
+    if (toggle && node) { e.preventDefault(); go(node.getAttribute("data-toggle-href"), toggle, e); return; }
+    if (node) { e.preventDefault(); go(node.getAttribute("data-href"), node, e); }
   });
 
   document.addEventListener("keydown", function (e) {
@@ -291,7 +289,7 @@
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     var node = t.closest && t.closest(".graph [data-node-id]");
     if (node && t === node && (e.key === "Enter" || e.key === " ")) {
-      e.preventDefault(); go(node.getAttribute("data-href"), node, "node"); return;
+      e.preventDefault(); go(node.getAttribute("data-href"), node, e); return;
     }
     if (t.getAttribute && t.getAttribute("role") === "button" && t.tagName === "A" && e.key === " ") {
       e.preventDefault(); t.click(); return;
@@ -342,44 +340,7 @@
     if (node && node.matches(":focus-visible")) requestAnimationFrame(function () { reveal(node); });
   });
 
-  // -- keeping focus and the asked-for thing in view across a swap ----------------------
-
-  // How to find "the same control" in the new screen: its id, or the data attribute
-  // that names what it stands for (a node, a training path, a stage).
-  function focusKey(el) {
-    if (!el || el === document.body) return null;
-    var node = el.closest && el.closest(".graph [data-node-id]");
-    if (node) {
-      var sel = '.graph [data-node-id="' + CSS.escape(node.getAttribute("data-node-id")) + '"]';
-      return el.classList.contains("toggle-link") ? sel + " .toggle-link" : sel;
-    }
-    if (el.id) return "#" + CSS.escape(el.id);
-    var named = ["data-stage-id", "data-process-id", "data-sample"];
-    for (var i = 0; i < named.length; i++) {
-      var v = el.getAttribute && el.getAttribute(named[i]);
-      if (v !== null && v !== undefined) {
-        var scope = el.closest("nav, table, ul, ol, [id]");
-        return (scope && scope.id ? "#" + CSS.escape(scope.id) + " " : "") + el.tagName.toLowerCase()
-          + "[" + named[i] + '="' + CSS.escape(v) + '"]';
-      }
-    }
-    return null;
-  }
-
-  function intentOf(elt) {
-    if (!elt || !elt.closest) return "other";
-    if (elt.closest(".step-nav")) return "step";
-    if (elt.closest("#overview-toggle")) return "overview";
-    if (elt.closest(".graph")) return elt.closest(".toggle-link") ? "toggle" : "node";
-    if (elt.closest(".process-panel")) return elt.closest("[data-stage-id]") ? "stage" : "process";
-    if (elt.closest("#param-form")) return "form";
-    if (elt.closest(".inspector")) return "node";
-    return "other";
-  }
-
-  document.addEventListener("htmx:beforeRequest", function (e) {
-    if (!intent) intent = intentOf(e.detail.elt);
-  });
+  // -- across a swap: the camera (focus and scroll: landing.js) ---------------------------
 
   function remember() {
     var frame = document.querySelector(".graph-frame");
@@ -387,25 +348,13 @@
     previous.camera = frame ? parseNumbers(frame.getAttribute("data-fitted")) : null;
     previous.camera = previous.camera ? { x: previous.camera[0], y: previous.camera[1], z: previous.camera[2] } : null;
     previous.step = content ? content.getAttribute("data-step-id") : null;
-    previous.focus = focusKey(document.activeElement);
     previous.pan = panzoom ? { pan: panzoom.getPan(), scale: panzoom.getScale() } : null;
     previous.base = base;
-  }
-
-  function inView(el) {
-    var r = el.getBoundingClientRect();
-    return r.top >= 0 && r.bottom <= window.innerHeight;
-  }
-
-  function bringIntoView(el) {
-    if (el && !inView(el)) el.scrollIntoView({ block: "start", behavior: reducedMotion.matches ? "auto" : "instant" });
   }
 
   function afterSwap(target) {
     var content = document.querySelector(".view-content");
     if (!content) return;
-    var what = intent || "other";
-    intent = null;
     if (target && target.id === "view") {
       var stepChanged = previous.step !== content.getAttribute("data-step-id");
       // Same step (a module opened, a node selected, parameters changed): keep the user's
@@ -425,32 +374,6 @@
       if (announcer) announcer.textContent = stepChanged ? content.getAttribute("data-announce")
         : (selected ? "Inspector: " + selected.getAttribute("data-node-title") : "");
     }
-    // Focus stays on the control that was used; the thing asked for comes into view.
-    var again = previous.focus ? document.querySelector(previous.focus) : null;
-    var invalid = document.querySelector("#param-form [aria-invalid=true]");
-    if (invalid) again = invalid;
-    if (again) again.focus({ preventScroll: true });
-    // The control used may be gone or not focusable in the new screen (a node link the graph
-    // keeps out of the Tab order): focus never falls to <body>. A node or module: its box in
-    // the graph, else the inspector; anything else: the step's text.
-    if (!document.activeElement || document.activeElement === document.body) {
-      var fallback = null;
-      if (what === "node" || what === "toggle") {
-        var picked = document.querySelector(".graph [data-node-id].selected");
-        fallback = picked && (picked.matches("[tabindex]") ? picked : picked.querySelector("[tabindex], a"));
-        if (!fallback || fallback.getAttribute("tabindex") === "-1") fallback = document.getElementById("inspector");
-      }
-      fallback = fallback || document.getElementById("step-panel");
-      if (fallback) fallback.focus({ preventScroll: true });
-    }
-    var show = null;
-    if (what === "step") show = document.getElementById("step-panel");
-    else if (what === "stage") show = document.querySelector(".stage-card");
-    else if (what === "process") show = document.getElementById("process-title");
-    else if (what === "node" && !WIDE.matches) show = document.getElementById("inspector");
-    else if (what === "form") show = invalid || document.getElementById("param-form");
-    bringIntoView(show);
-    if (again && !inView(again) && what !== "node") bringIntoView(again);
   }
 
   // A figure that scrolls sideways inside itself (a phone: the training-path figures keep

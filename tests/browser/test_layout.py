@@ -197,7 +197,9 @@ def test_a_stage_click_brings_its_card_into_view(make_context):
     expect(page.locator(".stage-card")).to_be_in_viewport()
 
 
-def test_on_a_phone_a_node_click_brings_the_inspector_heading_into_view(make_context):
+def test_on_a_phone_a_node_click_keeps_the_node_in_view(make_context):
+    """Issue 32: the page used to scroll down to the inspector, taking the graph away; now the
+    node stays where it was and keeps focus (landing.js), and the inspector below it shows it."""
     page = open_at(make_context, "phone", STEPS[0].path)
     target = node(page, "policy.log_probabilities")
     target.scroll_into_view_if_needed()
@@ -205,7 +207,8 @@ def test_on_a_phone_a_node_click_brings_the_inspector_heading_into_view(make_con
     page.wait_for_function("() => document.querySelector('[data-node-title]')?.dataset.nodeTitle"
                            " === 'policy.log_probabilities'")
     wait_settled(page)
-    expect(page.locator("#inspector h2")).to_be_in_viewport()
+    expect(target).to_be_in_viewport()
+    expect(target).to_be_focused()
 
 
 @pytest.mark.parametrize("size", SIZES)
