@@ -15,7 +15,7 @@ KIND_LABELS = {"sft": "SFT", "grpo": "GRPO", "rejection_sampling": "Rejection sa
 # Where a box is too narrow for "n · <label>": the number stays, the label shortens (its title and
 # aria-label keep the whole name).
 KIND_SHORT = {"rejection_sampling": "Rej. sampling", "distill_sft": "Distill. SFT"}
-# The narrowest box: room for the badge "n · Rej. sampling" (17 characters of bold text, 6 units each, 6 of padding a side)
+# The narrowest box: room for the badge "n · Rej. sampling" (17 bold characters, 6 units each, 6 a side)
 MIN_BOX_W = 116.0
 KIND_DASH = {"grpo": "", "sft": "7 4", "rejection_sampling": "2 3", "distill_sft": "9 3 2 3"}
 
