@@ -109,7 +109,7 @@ def under_each_token(page: Page) -> list[str]:
 @pytest.mark.parametrize("record", RECORDS)
 def test_every_step_loads_with_its_figure_in_the_first_view(make_context, base_url, records, record, size):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    w, h = SIZES[size]
+    w, h = FIRST_VIEW_SIZES[size]
     page = make_context(viewport={"width": w, "height": h}).new_page()
     requests = Requests(page, base_url)
     names = {}
