@@ -55,6 +55,8 @@ class Featured:
     teaches: str
     intro: str = ""
     rank: int = 0  # place in the lists, lowest first
+    # per step id, the sentence the step teaches (its page's headline): the start page starts with it
+    points: tuple[tuple[str, str], ...] = ()
 
 
 def walkthrough_id_from_filename(name: str) -> str:

@@ -19,7 +19,7 @@ WHY = ("DeepSeek-R1 learned to reason by reinforcement learning with GRPO: for e
 @dataclass(frozen=True)
 class StepLink:
     number: int
-    title: str
+    headline: str    # the sentence the step teaches, or the file's title where no kind says
     url: str
     opening: bool  # the export's own opening view
 
@@ -41,10 +41,11 @@ def build_home(entry: CatalogEntry, entries: list[CatalogEntry], featured: tuple
     snapshot = entry.snapshot
     assert snapshot is not None, "the default walkthrough is a loaded one"
     listed = list_walkthroughs(entries, featured, entry.id)
-    intro = next((f.intro for f in featured if f.walkthrough_id == entry.id), "")
+    own = next((f for f in featured if f.walkthrough_id == entry.id), None)
+    intro, points = (own.intro, dict(own.points)) if own else ("", {})
     first = next(w for w in listed if w.id == entry.id)
     opening = snapshot.opening_step_id
-    steps = tuple(StepLink(i + 1, s.title, URLS.step(entry.id, s.id), s.id == opening)
+    steps = tuple(StepLink(i + 1, points.get(s.id, s.title), URLS.step(entry.id, s.id), s.id == opening)
                   for i, s in enumerate(snapshot.steps))
     why, intro_segments = annotate([WHY, intro], prefix="home")
     return Home(why, intro_segments if intro else [], first, steps[0].url, URLS.walkthrough(entry.id),

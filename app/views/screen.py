@@ -67,10 +67,17 @@ class Screen:
         return self.story.focus if self.story else None
 
     @property
-    def story_text(self) -> tuple[list[Segment], list[Segment]]:
-        """The step's point and the file's note, each term marked where the page first uses it."""
-        point, note = annotate([self.story.point if self.story else "", self.step.note])
-        return point, note
+    def story_text(self) -> tuple[list[Segment], list[Segment], list[Segment]]:
+        """The step's point (its headline), what explains it further, and the file's note, each term
+        marked where the page first uses it."""
+        story = self.story
+        point, more, note = annotate([story.point if story else "", story.more if story else "", self.step.note])
+        return point, more, note
+
+    @property
+    def headline(self) -> str:
+        """The step's first line: the sentence it teaches; a step without a story has its file's title."""
+        return self.story.point if self.story else self.step.title
 
     @property
     def form_refused(self) -> bool:

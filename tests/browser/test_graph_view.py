@@ -56,7 +56,7 @@ def test_expand_and_collapse_a_module_with_the_toggle(page, shot):
         expect(m).to_have_count(0)
     expect(node(page, "policy")).not_to_have_class(re.compile(r"\bexpanded\b"))
     assert "policy" not in ",".join(query(page).get("expanded", []))
-    expect(page.locator("#step-title")).to_have_text(BY_ID["advantages"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["advantages"].title)
 
 
 def test_enter_selects_a_module_its_toggle_opens_it_and_focus_stays(page):
@@ -114,7 +114,7 @@ def test_enter_selects_a_module_its_toggle_opens_it_and_focus_stays(page):
     # panned into the frame once the camera has landed
     node(page, "advantages").focus()
     page.keyboard.press("ArrowRight")
-    expect(page.locator("#step-title")).to_have_text(BY_ID["clip"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["clip"].title)
     expect(node(page, "advantages")).to_be_focused()
     page.wait_for_function(FULLY_INSIDE_FRAME, arg=node(page, "advantages").element_handle())
 
@@ -182,7 +182,7 @@ def test_pan_and_zoom(make_context, shot):
     expect(target).not_to_have_attribute("style", IDENTITY)
     panned = re.search(r"translate\((-?[\d.]+)px, (-?[\d.]+)px\)", pan_style(page))
     assert panned and float(panned.group(1)) > 50 and float(panned.group(2)) < -30, pan_style(page)
-    expect(page.locator("#step-title")).to_have_text(BY_ID["clip"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["clip"].title)
 
     # Shift+arrow pans by keyboard
     reset.click()
@@ -201,7 +201,7 @@ def test_pan_and_zoom(make_context, shot):
     # a zoom survives nothing: the next step starts at identity with its own camera
     page.get_by_role("button", name="Zoom in").click()
     page.get_by_role("button", name="Next").click()
-    expect(page.locator("#step-title")).to_have_text(BY_ID["reference"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["reference"].title)
     expect(target).to_have_attribute("style", IDENTITY)
     page.get_by_role("button", name="Zoom in").click()
     expect(target).to_have_attribute("style", re.compile(r"scale\(1\.2\d*\)"))

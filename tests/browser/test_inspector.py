@@ -70,7 +70,7 @@ def test_a_parameter_recomputes_and_an_invalid_one_keeps_the_view(make_context, 
     after = numbers(page, "#inspector")
     assert after != before
     expect_inspector_matches_api(page, "clipped", api(page, step="clip", clip_epsilon="0.1"))
-    expect(page.locator("#step-title")).to_have_text(BY_ID["clip"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["clip"].title)
 
     page.mouse.move(0, 0)  # off the Inspector: a pointer resting on a sample highlights it (linked views)
     url = page.url
@@ -106,7 +106,7 @@ def test_a_copied_url_reloads_the_same_view(context, shot):
     page.goto(BY_ID["policy"].path)
     wait_settled(page)
     page.get_by_role("button", name="Next").click()
-    expect(page.locator("#step-title")).to_have_text(BY_ID["advantages"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["advantages"].title)
     wait_settled(page)
     toggle = node(page, "ratio").locator(".toggle-link")
     toggle.focus()

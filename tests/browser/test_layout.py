@@ -66,7 +66,7 @@ def test_next_keeps_the_title_and_the_selection_in_view(make_context, size):
         page.wait_for_function("id => document.querySelector('.view-content').dataset.stepId === id", arg=step.id)
         wait_settled(page)
         expect(page.locator("#step-title")).to_be_in_viewport()
-        expect(page.locator("#step-title")).to_have_text(step.title)
+        expect(page.locator("#step-export-title")).to_have_text(step.title)
         expect(page.locator("#next-step")).to_be_focused()      # focus stays on the control used
         expect_framed(page, [step.selected], margin=8)
         assert page.evaluate(NO_SIDEWAYS_SCROLL), step.id

@@ -13,15 +13,15 @@ def test_links_and_forms_work_without_javascript(make_context, shot):
     page.goto("/")
     with page.expect_navigation():                      # the start page's link to step 1
         page.locator("a#start").click()
-    expect(page.locator("#step-title")).to_have_text(BY_ID["policy"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["policy"].title)
     with page.expect_navigation():
         page.get_by_role("button", name="Next").click()
-    expect(page.locator("#step-title")).to_have_text(BY_ID["advantages"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["advantages"].title)
     for step in STEPS[2:]:
         with page.expect_navigation():                  # a full page load, not a swap
             page.get_by_role("button", name="Next").click()
         expect(page).to_have_url(re.compile(re.escape(step.path) + "$"))
-        expect(page.locator("#step-title")).to_have_text(step.title)
+        expect(page.locator("#step-export-title")).to_have_text(step.title)
         expect(page.locator(".step-count")).to_have_text(f"Step {step.index} of 4")
         # the server's fitted camera, untouched by any script (docs/design.md §2, "Graph layout")
         cam = page.locator("#camera")
@@ -36,7 +36,7 @@ def test_links_and_forms_work_without_javascript(make_context, shot):
 
     with page.expect_navigation():
         page.get_by_role("button", name="Previous").click()
-    expect(page.locator("#step-title")).to_have_text(BY_ID["clip"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["clip"].title)
 
     # a node's label is a link that selects it
     label = node(page, "python@clipped#0").locator("a.node-link")
@@ -58,5 +58,5 @@ def test_links_and_forms_work_without_javascript(make_context, shot):
         page.get_by_role("button", name="Recompute").click()
     expect(page).to_have_url(re.compile(r"[?&]seed=4(&|$)"))
     expect(page.locator("#p-seed")).to_have_value("4")
-    expect(page.locator("#step-title")).to_have_text(BY_ID["clip"].title)
+    expect(page.locator("#step-export-title")).to_have_text(BY_ID["clip"].title)
     shot(page, "seed-4")

@@ -31,7 +31,11 @@ def test_home_starts_the_story_at_step_1(client):
     intro = page.select_one(".home-intro").get_text(" ", strip=True)
     assert "no second network" in intro and "baseline" in intro and "four possible answers" in intro
     start = page.select_one("a#start")
-    assert start["href"] == "/walkthroughs/toy_grpo/steps/policy" and "step 1" in start.get_text()
+    assert start["href"] == "/walkthroughs/toy_grpo/steps/policy"
+    # it offers step 1's point, the sentence the step teaches, not the export's title (issue 32)
+    from app.kinds.toy.views.story import STORIES
+    assert start.get_text() == "Start: " + STORIES["policy"].point
+    assert [li.a.get_text() for li in page.select(".home-steps li")] == [s.point for s in STORIES.values()]
     assert page.select_one("a#export-opening")["href"] == "/walkthroughs/toy_grpo"
     assert client.get("/walkthroughs/toy_grpo").headers["location"] == "/walkthroughs/toy_grpo/steps/advantages"
     # the first use of a term opens its definition; the glossary lists every term
@@ -44,7 +48,7 @@ def test_home_starts_the_story_at_step_1(client):
 def test_the_opening_step_page_is_the_exports_view(client):
     page = soup(client.get("/walkthroughs/toy_grpo/steps/advantages"))
     assert page.select_one("html") and page.select_one("main #view .view-content")
-    assert page.select_one("#step-title").get_text() == "Compare a completion’s reward with its group"
+    assert page.select_one("#step-export-title").get_text() == "Compare a completion’s reward with its group"
     assert page.select_one(".step-count").get_text() == "Step 2 of 4"
     assert page.select_one('[data-node-id="advantages"]')["class"].count("selected") == 1
     assert page.select_one("#inspector")["aria-label"] == "Inspector"

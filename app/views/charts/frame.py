@@ -111,6 +111,8 @@ def frame_fields(width: float, height: float, left: float, right: float, top: fl
 
 def wrap(text: str, max_chars: int, max_lines: int = 3) -> list[str]:
     """Greedy word wrap; long words break after a hyphen; an overflow ends in …."""
+    if max_chars < 1:  # no room for a character: every cut would be empty and never end
+        raise ValueError(f"wrap needs room for at least one character, not {max_chars}")
     words = []
     for w in str(text).split():
         while len(w) > max_chars:

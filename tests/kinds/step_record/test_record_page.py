@@ -17,15 +17,26 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser_helpers import FOCUS_BOX, axe_blocking, describe, mostly_in_first_view, wait_settled
+from browser_helpers import (
+    FOCUS_BOX,
+    axe_blocking,
+    describe,
+    expect_figure_fits,
+    expect_headline,
+    fills_first_view,
+    wait_settled,
+)
 from paths import ROOT
 from playwright.sync_api import Page, expect
 from record_factory import make_record
+
+from app.kinds.step_record.views.story import STORIES
 
 pytestmark = pytest.mark.browser
 
 SHOTS = ROOT / "test-output" / "screenshots" / "record"
 SIZES = {"phone": (390, 844), "laptop": (1280, 720)}
+FIRST_VIEW_SIZES = {**SIZES, "desktop": (1920, 1080)}
 STEPS = ("group", "ratio", "kl", "loss", "diagnostics")
 RECORDS = {
     "small": lambda: make_record(seed=3, groups=2, size=4, lengths=(40, 300), packed=True),
@@ -94,11 +105,11 @@ def under_each_token(page: Page) -> list[str]:
     return page.locator("#record-tokens .rtok .rn").all_inner_texts()
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", FIRST_VIEW_SIZES)
 @pytest.mark.parametrize("record", RECORDS)
 def test_every_step_loads_with_its_figure_in_the_first_view(make_context, base_url, records, record, size):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    w, h = SIZES[size]
+    w, h = FIRST_VIEW_SIZES[size]
     page = make_context(viewport={"width": w, "height": h}).new_page()
     requests = Requests(page, base_url)
     names = {}
@@ -106,9 +117,11 @@ def test_every_step_loads_with_its_figure_in_the_first_view(make_context, base_u
         page.goto(step_url(records[record], step))
         settle(page)
         expect(page.locator(".view-content")).to_have_attribute("data-step-id", step)
+        expect_headline(page, STORIES[step].point)          # the step's point, not the export's title
         box = page.evaluate(FOCUS_BOX)
         assert box is not None, f"{record}/{step}: no data-step-focus or no step point"
-        assert mostly_in_first_view(box), f"{record}/{step} at {size}: {box}"
+        assert fills_first_view(box), f"{record}/{step} at {size}: {box}"
+        expect_figure_fits(box, f"{record}/{step} at {size}")
         # next to the point (wide: the figure's column starts right of it) or under it (narrow)
         assert box["top"] >= box["pointBottom"] - 1 or box["left"] >= box["pointRight"] - 1, box
         assert page.evaluate(NO_SIDEWAYS_SCROLL), (record, step, size, page.evaluate(

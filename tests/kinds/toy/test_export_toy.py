@@ -197,7 +197,7 @@ def test_the_app_serves_the_export_as_a_walkthrough(exported, tmp_path, make_cli
         page = client.get(f"/walkthroughs/exported_toy/steps/{step.id}")
         assert page.status_code == 200, step.id
         html = BeautifulSoup(page.text, "html.parser")
-        assert html.select_one("#step-title").get_text() == step.title
+        assert html.select_one("#step-export-title").get_text() == step.title
         assert [n["data-node-id"] for n in html.select(".graph .node.selected")] == step.view.selected_node_ids
         # the camera frames the selection as dot lays the view out (not the file's saved camera,
         # which framed the file's positions): readable zoom, the selected box inside the viewport

@@ -2,12 +2,15 @@
 against independent arithmetic, and templates/toy/process_panel.html rendered from the real
 panel of all three paths: selectors, links, accessibility, CSP-clean, well-formed SVG, escaping."""
 import math
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 from bs4 import BeautifulSoup
 from jinja2 import Environment, FileSystemLoader
-from paths import PROCESSES_PATH, SEED_PATH, TEMPLATES
+from paths import PROCESSES_PATH, ROOT, SEED_PATH, TEMPLATES
 from runs import start_toy_paths
 
 from app.domain.snapshot import load_snapshot
@@ -94,6 +97,41 @@ def test_pipeline_kinds_differ_by_dash_and_handoffs():
     assert distill.start_name.text == "r1" and distill.start_role.text == "teacher"
     assert distill.boxes[1].from_note.text == "from student-base"
     assert len({b.y for b in r1.boxes}) == 2  # five stages wrap to a second row
+
+
+NARROW = """
+from app.kinds.toy.domain.process_spec import load_processes
+from app.kinds.toy.views.charts.pipeline import pipeline
+import sys
+from pathlib import Path
+catalog = load_processes(Path(sys.argv[1]))
+for pid in sys.argv[2:]:
+    pipeline(catalog.get(pid), None, width=360)
+print("returned")
+"""
+
+
+def test_a_phone_width_pipeline_returns_and_fits():
+    """At 360 units (a phone's column) the boxes were 8 wide and the title wrap never ended: a
+    subprocess, so that a loop fails the test instead of hanging the suite."""
+    done = subprocess.run([sys.executable, "-c", NARROW, str(PROCESSES_PATH), *IDS], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip() == "returned", done.stderr
+    for pid in IDS:
+        for sel in [None, CATALOG.get(pid).stages[-1].id]:
+            pl = pipeline(CATALOG.get(pid), sel, width=360)
+            assert pl.width <= 360 + TOL, (pid, pl.width)
+            assert len({b.x for b in pl.boxes}) == 1, pid          # one box a row
+            for b in pl.boxes:
+                assert b.x >= 0 and b.x + b.width <= pl.width + TOL and b.y + b.height <= pl.height + TOL
+                assert b.badge.text.startswith(f"{b.number} · ")
+                assert len(b.badge.text) * 6.0 + 12 <= b.width + TOL, b.badge.text   # the badge fits its box
+                assert all(len(t.text) * 6.6 + 12 <= b.width + TOL for t in b.title_lines), b.title_lines
+
+
+def test_wrap_refuses_a_width_of_no_characters():
+    with pytest.raises(ValueError):
+        wrap("Cold-start SFT", 0)
 
 
 def sy(chart, v):

@@ -6,28 +6,31 @@ from app.views.story import StepStory
 
 STORIES = {
     "group": StepStory(
-        "Your step starts from groups: one prompt, G sampled completions, each scored by your reward functions; "
-        "a completion's advantage is its reward measured against its own group's rewards.",
+        "A completion's advantage is its reward measured against its own group's rewards.",
+        more="Your step starts from groups: one prompt, G sampled completions, each scored by your reward "
+             "functions.",
         focus="record-group", evidence="the group table: each completion's tokens, rewards by function, advantage"),
     "ratio": StepStory(
-        "Per token, the ratio ρ = π_θ/π_old says how far the policy moved since it sampled that token; where ρ "
-        "leaves the clip band in the direction the advantage pushes, the clip stops that token's push (✂).",
+        "Where a token's ratio ρ leaves the clip band in the direction its advantage pushes, the clip stops "
+        "that token's push (✂).",
+        more="Per token, ρ = π_θ/π_old says how far the policy moved since it sampled that token.",
         focus="record-tokens", form_open=True, step_fields=("clip_epsilon", "clip_epsilon_high", "policy_loss",
                                                             "importance_sampling_level"),
         evidence="the ρ under every token of the window, ✂ where the clip binds; clip fractions against the log"),
     "kl": StepStory(
-        "The KL term, weighted by β, pulls each token back toward the reference model; it is computed per token "
-        "from the recorded reference log-probs, where the record has them.",
+        "The KL term, weighted by β, pulls each token back toward the reference model.",
+        more="It is computed per token from the recorded reference log-probs, where the record has them.",
         focus="record-tokens", step_fields=("beta", "kl_estimator"),
         evidence="the KL under every token of the window and the mean KL against the logged one"),
     "loss": StepStory(
-        "The aggregation turns every token's term into one loss; recomputed by torch from your recorded "
-        "log-probs, it is checked against the number your framework logged.",
+        "The aggregation turns every token's term into one loss, checked here against the number your "
+        "framework logged.",
+        more="Torch recomputes it from your recorded log-probs and compares it key by key.",
         focus="record-checks", form_open=True, step_fields=("loss_aggregation", "advantage_std"),
         evidence="logged against recomputed, key by key, with the relative difference"),
     "diagnostics": StepStory(
-        "Each finding answers a question people ask of a GRPO step (is a loss of 0 training? why is the clip "
-        "ratio 0?) with its numbers, and links to where this page shows it.",
+        "Each finding answers a question people ask of a GRPO step, with its numbers.",
+        more="Is a loss of 0 training? Why is the clip ratio 0? Each finding links to where this page shows it.",
         focus="record-diagnostics", evidence="one sentence per finding, each with a link"),
 }
 

@@ -15,6 +15,7 @@ from app.kinds.tiny_lm.engine import export_target, path_tasks
 from app.kinds.tiny_lm.engine.step_inputs import path_jobs
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
 from app.kinds.tiny_lm.views.meaning import describe_tiny_lm
+from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.web import api, pages
 from app.web.conventions_query import conventions_from
 from app.web.kind import Kind
@@ -54,7 +55,7 @@ FEATURED = Featured(
     "A tiny transformer answering additions in two scripts: completions of different lengths, padding masks, "
     "per-token ratios, clips and KL, R1's accuracy, format and language rewards, how the aggregation over tokens "
     "biases by length, and attention maps.",
-    rank=1)
+    rank=1, points=tuple((step, story.point) for step, story in STORIES.items()))
 
 KIND = Kind(id=KIND_ID, title="A tiny language model: completions of tokens",
             matches=is_token_runnable, step_page=pages.step_page, install=install,

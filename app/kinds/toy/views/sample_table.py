@@ -52,6 +52,9 @@ class SampleTable:
     caption: str
     conventions: str  # "Conventions: TRL 1.16 defaults (β overridden to 0.04)."
     in_force: str  # every convention, one line (with the one-token aggregation remark)
+    # the keys of the columns a phone shows only one tap away (the earlier steps' columns; the
+    # step's own stay): "" for a table that shows every column at every width
+    folded: frozenset[str] = frozenset()
 
 
 def columns(c: Conventions) -> tuple[Column, ...]:
@@ -88,6 +91,12 @@ def columns(c: Conventions) -> tuple[Column, ...]:
 STAGES = ("policy", "advantages", "clip", "reference")
 COLUMN_STAGE = {"reward": "advantages", "advantage": "advantages",
                 "ratio": "clip", "clipped": "clip", "ratio_grad": "clip", "clip": "clip", "clamps": "clip"}
+# What a phone shows of the story's table on a step whose table is wider than its column: the
+# columns its point is proven by (story.py's evidence) and, on the reference step, the L that its
+# point compares the objective with; a clipped row is marked on the row itself, so the clip flag
+# column is one tap away with the rest (macros/samples.html).
+PHONE_COLUMNS = {"clip": frozenset({"ratio", "clipped", "ratio_grad"}),
+                 "reference": frozenset({"clipped", "divergence", "objective"})}
 
 
 def revealed(cols: tuple[Column, ...], upto: str | None) -> tuple[Column, ...]:
@@ -171,5 +180,6 @@ def build_sample_table(result: StepResult | None, upto: str | None = None) -> Sa
         for i, s in enumerate(result.samples[:MAX_ROWS]))
     text = caption(c) if has_clip else ("One row per answer of the group. Point at or focus a row to find it "
                                          "in the chart.")
+    folded = frozenset(k for k in keys if upto in PHONE_COLUMNS and k not in PHONE_COLUMNS[upto])
     return SampleTable(cols, rows, len(result.samples), text, ct.conventions_line(result.params),
-                       ct.in_force(c, len(result.samples)))
+                       ct.in_force(c, len(result.samples)), folded)

@@ -24,28 +24,36 @@ from app.views.story import StepStory
 
 # The toy export's step ids, in story order; a step the toy does not know reveals everything.
 ORDER = ("policy", "advantages", "clip", "reference")
+# The focus chart's width in SVG units: a 390 px phone's figure column holds 332 px, so the chart
+# is drawn at most that wide and its 11-unit text is never scaled below 11 px there (app.css
+# scales it down only on a narrower screen).
+STORY_CHART_WIDTH = 330.0
 
 STORIES = {
     "policy": StepStory(
-        "The policy gives each of the prompt's four answers a probability; GRPO samples a group of G "
-        "answers from the frozen old policy, and learns only by comparing them with each other.",
+        "GRPO samples a group of G answers from the frozen old policy, and learns only by comparing them "
+        "with each other.",
+        more="The policy gives each of the prompt's four answers a probability (the bars); the group is drawn "
+             "from those probabilities, so a likelier answer turns up more often.",
         focus="policy", step_fields=("prompt", "seed", "group_size"),
         evidence="the old policy's four probabilities, and the group sampled from them"),
     "advantages": StepStory(
-        "An answer's advantage is its reward minus the group's mean, divided by the group's spread: the "
-        "group is the baseline, so GRPO needs no critic, and an all-equal group teaches nothing.",
+        "An answer's advantage is its reward minus the group's mean, divided by the group's spread.",
+        more="The group is the baseline, so GRPO needs no critic; an all-equal group gives every answer 0 and "
+             "teaches nothing.",
         focus="advantages", step_fields=("rewards", "group_size", "advantage_std"),
         evidence="the advantage bars and the r and A columns: above the line is pushed up, below down"),
     "clip": StepStory(
-        "The ratio says how much more likely the updated policy makes an answer than the old policy; once "
-        "it leaves [1 − ε, 1 + ε] in the direction its advantage pushes, the clip binds and that answer "
-        "stops giving gradient.",
+        "Once an answer's ratio leaves [1 − ε, 1 + ε] in the direction its advantage pushes, the clip binds "
+        "and that answer stops giving gradient.",
+        more="The ratio says how much more likely the updated policy makes an answer than the old policy did; "
+             "inside the band, or moving against its advantage, an answer keeps its gradient.",
         focus="clip", form_open=True, step_fields=("clip_epsilon", "clip_epsilon_high", "dual_clip"),
         evidence="the clip chart (hollow markers: clipped) and the ρ, L and ∂loss/∂ρ columns"),
     "reference": StepStory(
-        "A KL penalty, weighted by β, pulls the policy back toward the reference model: every answer's D "
-        "enters the objective, clipped or not, so the KL term still moves an answer whose surrogate the "
-        "clip has cut.",
+        "A KL penalty, weighted by β, pulls the policy back toward the reference model, clipped or not.",
+        more="Every answer's D enters the objective, so the KL term still moves an answer whose surrogate the "
+             "clip has cut.",
         focus="reference", step_fields=("beta", "kl_estimator", "kl_placement"),
         evidence="the bars of ∂loss/∂log π split into its two parts (on a clipped row only the KL part is "
                  "left), the D column, and the objective L − βD differing from L on the clipped rows too"),
@@ -99,12 +107,12 @@ def build_story_figure(result: StepResult | None, step_id: str) -> StoryFigure |
     labels = [choice_label(prompt, s["action"]) if isinstance(s.get("action"), int) else "?" for s in result.samples]
     old = result.nodes.get("old_policy")
     row = old.values[0] if old is not None and isinstance(old.values, list) and old.values else None
-    probabilities = probability_bars(row, prompt.correct, [choice_label(prompt, c) for c in range(len(row))]) \
-        if stage == 0 and isinstance(row, list) else None
+    probabilities = probability_bars(row, prompt.correct, [choice_label(prompt, c) for c in range(len(row))],
+                                     width=STORY_CHART_WIDTH) if stage == 0 and isinstance(row, list) else None
     rewards = [float(s["reward"]) for s in result.samples]
-    advantages = advantage_bars([s["advantage"] for s in result.samples], rewards, None, labels) \
-        if stage == 1 else None
-    clip = clip_plot(result.params.clip_epsilon, result.samples, labels,
+    advantages = advantage_bars([s["advantage"] for s in result.samples], rewards, None, labels,
+                                width=STORY_CHART_WIDTH) if stage == 1 else None
+    clip = clip_plot(result.params.clip_epsilon, result.samples, labels, width=STORY_CHART_WIDTH,
                      epsilon_high=result.params.clip_epsilon_high) if stage == 2 else None
     paid = _choice_rewards(result)
     rule = str(result.history.get("reward_rule", ""))

@@ -17,6 +17,7 @@ from app.kinds.toy.engine.node_map import KIND_ID, is_runnable
 from app.kinds.toy.engine.params import DEFAULT_SEED
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.meaning import describe_toy
+from app.kinds.toy.views.story import STORIES
 from app.kinds.toy.web import api, processes
 from app.kinds.toy.web.pages import step_page
 from app.kinds.toy.web.schemas.processes import process_run_payload
@@ -90,7 +91,7 @@ FEATURED = Featured(
           "(readable and right; right but in mixed languages; right but ignoring the answer format; wrong), and "
           "a policy that gives each answer a probability. Every number on these pages is computed by PyTorch on "
           "this server, for the numbers you choose.",
-    rank=0)
+    rank=0, points=tuple((step, story.point) for step, story in STORIES.items()))
 
 KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per completion",
             matches=is_runnable, step_page=step_page, install=install,

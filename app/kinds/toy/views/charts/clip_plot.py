@@ -138,8 +138,22 @@ def clip_plot(
     pad = 0.08 * (max(ys) - min(ys))
     y_lo, y_hi = min(ys) - pad, max(ys) + pad
 
+    # The legend flows left to right from the chart's left edge and wraps where the next item would
+    # pass the right edge (a phone-width chart takes three rows): its rows below the two it always
+    # had make the chart taller.
+    items = (("circle", False, "A > 0 sample"), ("square", False, "A < 0 sample"), ("cross", False, "A = 0 sample"),
+             ("circle", True, "hollow = clip active: ∂L/∂ρ = 0"))
+    placed, lx, row = [], 14.0, 0
+    for k, (shape, hollow, text) in enumerate(items):
+        item_w = 10 + len(text) * CHAR_W
+        if k and (hollow or lx + item_w > width - 4):  # the hollow marker's line starts a row of its own
+            lx, row = 14.0, row + 1
+        placed.append((shape, hollow, lx, row, text))
+        lx += item_w + 16
+    height += 18.0 * max(0, row - 1)
+
     left, right, top = 52.0, 12.0, 24.0
-    plot_l, plot_r, plot_t, plot_b = left, width - right, top, height - 80.0
+    plot_l, plot_r, plot_t, plot_b = left, width - right, top, height - 80.0 - 18.0 * max(0, row - 1)
 
     def sx(v: float) -> float:
         return r2(plot_l + (v - x_lo) / (x_hi - x_lo) * (plot_r - plot_l))
@@ -202,18 +216,17 @@ def clip_plot(
         hits.append(Hit(r2(cx - 8), r2(cy - 8), 16.0, 16.0, f"{where}: {what}",
                         samples=tuple(m[0] for m in members)))
         if len(members) > 1:
-            count_labels.append(Text(r2(cx + 8), r2(cy - 6), f"×{len(members)}"))
+            count = f"×{len(members)}"
+            # above right of the marker, or below it where a curve's label is there already
+            clash = any(c.label.x - len(c.label.text) * 6.6 < cx + 8 + len(count) * CHAR_W and cx + 8 < c.label.x
+                        and abs(c.label.y - (cy - 6)) < 13 for c in curves)
+            count_labels.append(Text(r2(cx + 8), r2(cy + 16 if clash else cy - 6), count))
 
     ly = plot_b + 52
     legend = tuple(
-        LegendItem(shape, hollow, r2(x), r2(y), 5.0 if shape == "circle" else 4.5,
-                   _marker_path(shape, r2(x), r2(y), 4.5), Text(r2(x + 10), r2(y + 4), text))
-        for shape, hollow, x, y, text in (
-            ("circle", False, plot_l + 6, ly, "A > 0 sample"),
-            ("square", False, plot_l + 116, ly, "A < 0 sample"),
-            ("cross", False, plot_l + 226, ly, "A = 0 sample"),
-            ("circle", True, plot_l + 6, ly + 18, "hollow = clip active: ∂L/∂ρ = 0"),
-        )
+        LegendItem(shape, hollow, r2(x), r2(ly + 18 * k), 5.0 if shape == "circle" else 4.5,
+                   _marker_path(shape, r2(x), r2(ly + 18 * k), 4.5), Text(r2(x + 10), r2(ly + 18 * k + 4), text))
+        for shape, hollow, x, k, text in placed
     )
     n_active = sum(1 for p in pts if p[4])
     skipped = len(samples) - len(pts)

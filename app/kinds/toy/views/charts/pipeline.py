@@ -15,6 +15,8 @@ KIND_LABELS = {"sft": "SFT", "grpo": "GRPO", "rejection_sampling": "Rejection sa
 # Where a box is too narrow for "n · <label>": the number stays, the label shortens (its title and
 # aria-label keep the whole name).
 KIND_SHORT = {"rejection_sampling": "Rej. sampling", "distill_sft": "Distill. SFT"}
+# The narrowest box: room for the badge "n · Rej. sampling" (17 bold characters, 6 units each, 6 a side)
+MIN_BOX_W = 116.0
 KIND_DASH = {"grpo": "", "sft": "7 4", "rejection_sampling": "2 3", "distill_sft": "9 3 2 3"}
 
 
@@ -81,8 +83,11 @@ def pipeline(process: Process, selected_stage: str | None, width: float = 720, p
     if not stages:
         raise ValueError("pipeline needs at least one stage")
     margin, chip_w, gap, top, box_h, row_gap = 8.0, 80.0, 80.0, 22.0, 80.0, 46.0
-    cols = min(per_row, len(stages))
-    box_w = min(170.0, (width - 2 * margin - chip_w - cols * gap) / cols)
+    # as many boxes a row as fit at MIN_BOX_W (a phone's width takes one); a width too narrow even
+    # for one keeps MIN_BOX_W, and the returned width says how wide the drawing really is
+    room = width - 2 * margin - chip_w
+    cols = max(1, min(per_row, len(stages), int(room // (gap + MIN_BOX_W))))
+    box_w = max(MIN_BOX_W, min(170.0, (room - cols * gap) / cols))
     rows = math.ceil(len(stages) / cols)
     title_chars, badge_chars = int((box_w - 12) / 6.6), int((box_w - 12) / 6.0)  # bold text
     first = stages[0]
