@@ -227,3 +227,17 @@ def mostly_in_first_view(box: dict) -> bool:
     visible = min(box["bottom"], box["vh"]) - max(box["top"], 0)
     return box["top"] >= 0 and (box["bottom"] <= box["vh"]
                                 or (box["top"] <= box["vh"] * 2 / 3 and visible >= box["vh"] / 3))
+
+
+def upload_small_record(base_url: str) -> str:
+    """A small packed two-group record (tests/record_factory.py) uploaded to the server: its walkthrough id."""
+    import json
+
+    import httpx
+    from record_factory import make_record
+
+    record = make_record(seed=3, groups=2, size=4, lengths=(40, 300), packed=True)
+    r = httpx.post(base_url + "/api/walkthroughs", timeout=120, files={
+        "file": ("small.grpo-step.json", json.dumps(record).encode(), "application/json")})
+    assert r.status_code in (200, 201), r.text
+    return r.json()["id"]

@@ -13,13 +13,9 @@ screen and has focus (or holds it), at a phone's, a laptop's and a large screen'
 """
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
-from browser_helpers import node, pan_into_view, wait_settled
+from browser_helpers import node, pan_into_view, upload_small_record, wait_settled
 from playwright.sync_api import expect
-from record_factory import make_record
 
 pytestmark = pytest.mark.browser
 
@@ -39,11 +35,7 @@ def base_url(repo_base_url) -> str:
 
 @pytest.fixture(scope="module")
 def record_id(base_url) -> str:
-    record = make_record(seed=3, groups=2, size=4, lengths=(40, 300), packed=True)
-    r = httpx.post(base_url + "/api/walkthroughs", timeout=120, files={
-        "file": ("small.grpo-step.json", json.dumps(record).encode(), "application/json")})
-    assert r.status_code in (200, 201), r.text
-    return r.json()["id"]
+    return upload_small_record(base_url)
 
 
 def open_page(make_context, size: str, path: str):

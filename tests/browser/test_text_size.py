@@ -11,12 +11,8 @@ scaled by transforms anywhere on these pages, so its computed size is its render
 """
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
-from browser_helpers import wait_settled
-from record_factory import make_record
+from browser_helpers import upload_small_record, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slower_tier]   # 16 pages at 3 sizes: ~2 min
 
@@ -57,11 +53,7 @@ def base_url(repo_base_url) -> str:
 
 @pytest.fixture(scope="module")
 def record_id(base_url) -> str:
-    record = make_record(seed=3, groups=2, size=4, lengths=(40, 300), packed=True)
-    r = httpx.post(base_url + "/api/walkthroughs", timeout=120, files={
-        "file": ("small.grpo-step.json", json.dumps(record).encode(), "application/json")})
-    assert r.status_code in (200, 201), r.text
-    return r.json()["id"]
+    return upload_small_record(base_url)
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.views.charts.frame import CHAR_W, Box, Text, r2
-from app.views.numbers import exact, significant
+from app.views.numbers import exact, param, significant
 
 SURROGATE_LABEL = "from the clipped advantage term"
 KL_LABEL = "from the KL penalty, β · ∂KL/∂log π"
@@ -78,6 +78,17 @@ class PartsChart:
     ticks: tuple[Text, ...]  # the range's ends and 0, under the rows
     summary: str
     caption: str
+
+
+def kl_part_sentence(kl_placement: str, beta: float, unit: str, clipped_unit: str, effect: str) -> str:
+    """What the hatched part is under these conventions, for a caption: 0 everywhere when the KL sits in
+    the reward or β = 0, else why a clipped `clipped_unit` still moves (`effect`)."""
+    if kl_placement == "reward":
+        return f"Here the KL sits in the reward (a constant of π_old), so its part is 0 on every {unit}."
+    if beta == 0:
+        return f"Here β = 0, so the KL part is 0 on every {unit}."
+    return (f"On a clipped {clipped_unit} the first part is exactly 0, yet the hatched part is not: with β = "
+            f"{param(beta)} the KL penalty still {effect}.")
 
 
 def _num(v: float) -> str:

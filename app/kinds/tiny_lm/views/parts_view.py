@@ -4,8 +4,7 @@ pulls every token clipped or not, shows on the clipped tokens (their surrogate p
 from __future__ import annotations
 
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
-from app.views.charts.gradient_parts import PARTS_WORDS, PartRow, PartsChart, parts_chart
-from app.views.numbers import param
+from app.views.charts.gradient_parts import PARTS_WORDS, PartRow, PartsChart, kl_part_sentence, parts_chart
 
 MAX_ROWS = 12
 MAX_CLIPPED = 8  # those the KL pulls hardest; the rest of the rows: the unclipped it pulls hardest, for contrast
@@ -27,12 +26,7 @@ def kl_parts_chart(result: TokenStepResult) -> PartsChart | None:
               f"the {len(clipped)} clipped token{'s' if len(clipped) != 1 else ''} (✂)") + " and the "
              if clipped else "no clipped token (there is none here): the ")
     which += f"{len(picked) - len(clipped)} unclipped tokens the KL term pulls hardest, of {len(tokens)} tokens."
-    if c.kl_placement == "reward" or c.beta == 0:
-        kl = ("The KL sits in the reward here (a constant of π_old), so its part is 0 on every token."
-              if c.kl_placement == "reward" else "Here β = 0, so the KL part is 0 on every token.")
-    else:
-        kl = (f"On a clipped token the first part is exactly 0, yet the hatched part is not: with β = "
-              f"{param(c.beta)} the KL penalty still pulls it toward the reference.")
+    kl = kl_part_sentence(c.kl_placement, c.beta, "token", "token", "pulls it toward the reference")
     caption = (f"∂loss/∂log π of {which} {PARTS_WORDS} {kl} The JSON API has both parts of every token "
                "(grad_surrogate, grad_kl).")
     return parts_chart(rows, caption)
