@@ -25,6 +25,7 @@ def test_each_definition_opens_beside_its_term(make_context, size):
     for url in PAGES:
         page.goto(url)
         wait_settled(page)
+        page.locator("details:not([open]) > summary").evaluate_all("ss => ss.forEach(s => s.click())")  # folds
         terms = page.locator("button.term").all()
         assert terms, url
         for term in terms:

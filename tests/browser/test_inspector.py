@@ -151,7 +151,7 @@ def test_a_copied_url_reloads_the_same_view(context, shot):
         "numbers": numbers(fresh, "#inspector"),
     }
     assert again == seen
-    assert again["title"] == BY_ID["advantages"].title and again["selected"] == ["python@ratio#0"]
+    assert again["title"] == BY_ID["advantages"].point and again["selected"] == ["python@ratio#0"]
     assert again["form"]["seed"] == "3" and again["form"]["beta"] == "0.1"
     expect_inspector_matches_api(fresh, "python@ratio#0",
                                  api(fresh, node="python@ratio#0", seed="3", beta="0.1"))

@@ -193,7 +193,8 @@ def test_known_names_are_the_documented_parameters(client, openapi):
     """Derived from each route's parameters (its dependencies' too), so they match the document."""
     operations = {(path, method) for path, ops in openapi["paths"].items() if path.startswith("/api") for method in ops}
     posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post"),
-             ("/api/processes/{process_id}", "post"), ("/api/processes/compare", "post")}  # POSTs start runs
+             ("/api/processes/{process_id}", "post"), ("/api/processes/compare", "post"),  # POSTs start runs
+             ("/api/walkthroughs/examples/{name}", "post")}  # and open a shipped example record
     # a recorded step's routes need a record: one is uploaded (tests/record_factory.py)
     upload = client.post("/api/walkthroughs", files={"file": ("r.json", json.dumps(make_record()), "application/json")})
     record_id = upload.json()["id"]

@@ -85,6 +85,7 @@ class JobClient:
         job = self.store.get(ident)
         if job is not None and job.state == "queued":
             self.store.touch(ident, self.want_s)
+            self._nudge()  # with runner threads (JOB_RUNNER=thread), someone waits: make sure they run
         return job
 
     def result(self, job: JobRecord) -> Any | None:

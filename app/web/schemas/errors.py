@@ -18,8 +18,8 @@ class NotStartedBody(ErrorBody):
     """A 404 of a route that reads runs: an unknown id (`error` alone), or runs nobody started (a GET
     never starts one), with the request that starts them."""
 
-    start: str | None = optional_key("The request that starts the runs, e.g. \"POST /api/walkthroughs/toy_grpo/"
-                                     "paths/r1?seed=3\"; absent for an unknown id.")
+    start: str | None = optional_key("The request that starts the runs, e.g. \"POST /api/walkthroughs/{id}/"
+                                     "paths/{path}?seed=3\"; absent for an unknown id.")
     runs: list[str] | None = optional_key("The runs nobody started yet, by title; absent for an unknown id.")
 
 

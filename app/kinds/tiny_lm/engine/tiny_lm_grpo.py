@@ -97,7 +97,11 @@ class TinyLMGRPO(nn.Module):
         per_token = (surrogate - c.beta * kl_term) * mask
         objective = self.aggregate(per_token, mask)
         # loss = surrogate part + KL part under the same aggregation (engine/grpo/gradient_parts.py)
-        parts = split_loss(surrogate, kl_term * mask, c.beta, lambda x: self.aggregate(x, mask))
+        # The module's own function, not the module: a second call of `self.aggregate` would overwrite the
+        # recorded `aggregate` node (its value and gradient) with a part's.
+        agg = self.aggregate
+        parts = split_loss(surrogate, kl_term * mask, c.beta,
+                           lambda x: conv.aggregate(x, mask, agg.mode, agg.max_length))
         loss = torch.neg(objective)  # neg@TinyLMGRPO#0, the graph's last node
         flags = self.clipped.last
         assert flags is not None
