@@ -59,6 +59,9 @@ def test_every_control_has_an_accessible_name(page):
         count = controls.count()
         assert count > 20, url
         for i in range(count):
+            # a control not rendered at this size (the phone's column toggle on a laptop) is not exposed
+            if controls.nth(i).evaluate("e => e.getClientRects().length === 0"):
+                continue
             expect(controls.nth(i)).to_have_accessible_name(re.compile(r"\S"))
         # the graph's nodes say what they are; the step navigation is labelled
         expect(page.get_by_role("group", name=re.compile(r"^Model graph of "))).to_have_count(1)
