@@ -44,11 +44,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get(port: int, path: str, headers: dict | None = None, timeout: float = 30) -> tuple[int, dict, bytes]:
-    """One GET; the body exactly as transferred (http.client does not decode gzip/br)."""
+def get(port: int, path: str, headers: dict | None = None, timeout: float = 30,
+        method: str = "GET") -> tuple[int, dict, bytes]:
+    """One GET (or `method`); the body exactly as transferred (http.client does not decode gzip/br)."""
     conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
     try:
-        conn.request("GET", path, headers=headers or {})
+        conn.request(method, path, headers=headers or {})
         r = conn.getresponse()
         return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     finally:

@@ -21,8 +21,12 @@ TOY = "/api/walkthroughs/toy_grpo/paths/r1?seed={seed}"
 
 
 def _until_done(port: int, path: str, timeout: float = 600) -> tuple[float, float, dict]:
-    """(seconds to done, the done answer's own ms, its body)."""
+    """(seconds to done, the done answer's own ms, its body): started by a POST (a GET never starts a
+    run), then read by GET until done."""
     t0 = time.perf_counter()
+    status, _h, body = get(port, path, method="POST")
+    if status not in (200, 202):
+        raise RuntimeError(f"POST {path} answered {status}: {body[:200]!r}")
     while True:
         t1 = time.perf_counter()
         status, _h, body = get(port, path)
