@@ -213,11 +213,14 @@ def test_the_upload_page_opens_each_example(client):
     forms = soup.select("#record-examples form")
     assert [f["action"] for f in forms] == [f"/walkthroughs/new/examples/{e.name}" for e in EXAMPLES]
     assert all(f["method"] == "post" for f in forms)
-    assert "No verl example" in soup.select_one("#record-examples").get_text()
+    assert [e.name for e in EXAMPLES] == ["trl", "verl", "unipo"]  # one of each framework the app reads
     for e in EXAMPLES:
         response = client.post(f"/walkthroughs/new/examples/{e.name}", follow_redirects=False)
         assert response.status_code == 303 and response.headers["location"].endswith("/steps/group")
         page(client, response.headers["location"])
+        record_id = response.headers["location"].split("/")[2]
+        checks = client.get(f"/api/walkthroughs/{record_id}/record").json()["checks"]
+        assert checks and all(c["ok"] for c in checks if c["key"].startswith("loss")), (e.name, checks)
     assert client.get("/walkthroughs/new/examples/trl").status_code in (404, 405)  # a GET starts nothing
 
 
