@@ -3,14 +3,13 @@ overview strip, the checks against the framework's log, the diagnostics and the 
 
 Built from URL state (record_query.py) and the engine's recomputation, which the page obtains first
 (web/pages.py, from engine/cache.py): this module computes nothing. The step
-decides the strip's number (story.STEP_METRIC) unless the URL names another.
+decides the strip's number (story.STEP_METRIC) unless the URL names another. The what-if's rows and
+words are what_if_view.py's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
-
-import numpy as np
 
 from app.domain.snapshot import Snapshot
 from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES
@@ -29,15 +28,21 @@ from app.kinds.step_record.views.node_view import NodeView, build_node_view
 from app.kinds.step_record.views.record_query import RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
 from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_record_strip, build_record_window
+from app.kinds.step_record.views.what_if_view import (
+    AdvantageCause,
+    CompareRow,
+    ConventionChange,
+    advantage_cause,
+    compare_rows,
+    convention_changes,
+)
 from app.views.charts.gradient_parts import PartsChart
-from app.views.convention_text import FIELD_NAMES
 from app.views.inspector import build_inspector
 from app.views.meaning import node_meaning
-from app.views.numbers import readout
 from app.views.screen import Screen, build_graph
 from app.views.tokens.metrics import visible
 from app.views.tokens.window import WINDOW
-from app.views.urls import URLS, query_value
+from app.views.urls import URLS
 from app.views.view_state import ViewState
 
 
@@ -70,31 +75,6 @@ class GroupRow:
     @property
     def matches(self) -> bool:
         return advantage_gap(self.advantage, self.advantage_from_rewards) <= ADVANTAGE_TOLERANCE
-
-
-@dataclass(frozen=True)
-class CompareRow:
-    label: str
-    own: float | None  # None: not a number of the recorded step (a change, or a KL with β = 0)
-    other: float | None
-    count: bool = False  # a number of tokens, printed whole
-
-
-@dataclass(frozen=True)
-class ConventionChange:
-    """One convention the what-if changes: the record's value against the what-if's."""
-    name: str
-    label: str
-    recorded: str
-    what_if: str
-
-
-@dataclass(frozen=True)
-class AdvantageCause:
-    """Why the app's A from r differs from the framework's A, and the link that switches the assumption."""
-    sentence: str
-    switch_label: str | None
-    switch_url: str | None
 
 
 @dataclass(frozen=True)
@@ -239,8 +219,8 @@ def build_record_screen(snapshot: Snapshot, state: ViewState[RecordQuery], recor
         tuple((m, METRICS[m].label, url(metric=m) + "#record-tokens", m == metric) for m in metric_ids),
         tuple(own_checks), tuple(unchecked(record, own)),
         tuple(likely_causes(record, [c for c in own_checks if not c.ok])),
-        fit, _advantage_cause(fit, own, other, url), _changes(own, other),
-        tuple(diagnostics(record, own, link, tokens)), _compare(own, other),
+        fit, advantage_cause(fit, own, other, url), convention_changes(own, other),
+        tuple(diagnostics(record, own, link, tokens)), compare_rows(own, other),
         tuple((p, PRESET_TITLES[p]) for p in PRESET_NAMES), URLS.step(state.walkthrough_id, state.step_id),
         url(what_if=None), urls.record(state.walkthrough_id, {"group": str(q.group), "completion": str(q.completion)}),
         build_node_view(own, state.node, row, q.at) if state.node else None)
@@ -258,74 +238,3 @@ def _group_row(record: StepRecord, r: Recomputed, other: Recomputed | None, k: i
                     float(r.rewards[k]), float(r.advantages[k]), float((other or r).advantages_from_rewards[k]),
                     url(completion=c.index, at=0) + "#record-tokens", c.index == q.completion,
                     preview + ("…" if len(tokens) > 24 else ""))
-
-
-def _compare(own: Recomputed, other: Recomputed | None) -> tuple[CompareRow, ...]:
-    if other is None:
-        return ()
-    rows = [CompareRow("loss", own.loss, other.loss), CompareRow("‖∂loss/∂log π‖", own.grad_norm, other.grad_norm)]
-    for key in ("clip_ratio/region_mean", "cispo_clip_ratio", "kl"):
-        if key in own.metrics or key in other.metrics:
-            rows.append(CompareRow(key, own.metrics.get(key), other.metrics.get(key)))
-    change = np.concatenate([o.grad - m.grad for m, o in zip(own.completions, other.completions, strict=True)])
-    base = np.concatenate([m.grad for m in own.completions])
-    rows.append(CompareRow("max |Δ ∂loss/∂log π| per token", None, float(np.abs(change).max())))
-    rows.append(CompareRow("tokens whose push changes sign", None,
-                           float(((np.sign(base) != np.sign(base + change)) & (base != 0)).sum()), count=True))
-    return tuple(rows)
-
-
-def _sci(x: float) -> str:
-    return f"{x:.1e}".replace("-", "−")
-
-
-def _epsilon(std: str, eps: float) -> str:
-    return "no ÷ std" if std == "none" else f"{std} std + ε = {eps:g}" if eps else f"{std} std, no ε"
-
-
-def _advantage_cause(fit: AdvantageFit, own: Recomputed, other: Recomputed | None, url) -> AdvantageCause | None:
-    """The likely cause of the ≠ rows, computed (advantage_fit), with the switch that tests it."""
-    if fit.mismatched == 0:
-        return None
-    assumed = _epsilon(fit.assumed_std, fit.assumed_epsilon)
-    size = (f"{fit.mismatched} of the step's {fit.total} completions' advantages differ, by up to "
-            f"{readout(fit.max_diff)} in A's units ({_sci(fit.max_rel)} of A). ")
-    where = ("the reader assumed it: the file does not record it" if fit.assumed_note and other is None
-             else "the what-if's" if other is not None else "the record's config")
-    if fit.best_std is None or fit.best_epsilon is None:
-        return AdvantageCause(size + f"A from r uses {assumed} ({where}); no std or ε reproduces the framework's "
-                              f"A (closest: {_sci(fit.best_gap)} of A): its advantages came from other rewards (a "
-                              "reward scaled or shaped after logging, a KL in the reward, or groups over more "
-                              "completions than the record holds).", None, None)
-    best = _epsilon(fit.best_std, fit.best_epsilon)
-    switch = fit.switch
-    if switch is None:  # the best fit is what is shown: the rows differ only under a what-if's std or ε
-        return AdvantageCause(size + f"A from r uses {assumed}, which reproduces the framework's A from the "
-                              "record's rewards; the what-if's rewards differ (a KL in the reward).", None, None)
-    target = {**(other_what_if(other, own) if other is not None else {}), **switch}
-    how_close = "exactly" if fit.best_gap == 0 else f"to {_sci(fit.best_gap)} of A"
-    return AdvantageCause(size + f"Likely cause: A from r uses {assumed} ({where}), while the file's numbers match "
-                          f"{best} ({how_close}, computed from the same rewards).",
-                          f"Recompute with {best}", url(what_if=target) + "#record-group-table")
-
-
-def other_what_if(other: Recomputed, own: Recomputed) -> dict[str, str]:
-    """The fields where the what-if differs from the record's own conventions (its URL without a preset)."""
-    a, b = own.conventions, other.conventions
-    return {n: query_value(n, getattr(b, n)) for n in type(b).model_fields
-            if n != "preset" and getattr(a, n) != getattr(b, n)}
-
-
-def _changes(own: Recomputed, other: Recomputed | None) -> tuple[ConventionChange, ...]:
-    """The conventions the what-if changed, the record's value beside the what-if's (as the toy's Compare)."""
-    if other is None:
-        return ()
-    a, b = own.conventions, other.conventions
-    # the IS bounds do nothing while neither side corrects: a preset's default 3 is not a change
-    idle = {"is_clip_min", "is_clip_max"} if a.is_correction == b.is_correction == "none" else set()
-    rows = [ConventionChange(n, FIELD_NAMES.get(n, n), query_value(n, getattr(a, n)), query_value(n, getattr(b, n)))
-            for n in type(b).model_fields if n != "preset" and n not in idle and getattr(a, n) != getattr(b, n)]
-    if not own.own_conventions or other.own_conventions:
-        return tuple(rows)
-    # the record's loss used the framework's advantages; the what-if's are recomputed from the rewards
-    return (*rows, ConventionChange("advantages", "advantages A", "the framework's (recorded)", "from the rewards"))
