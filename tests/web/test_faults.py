@@ -169,7 +169,7 @@ def client(make_client):
     ("GET", "/api/walkthroughs/toy_grpo/tensors?step=clip", {}, 200),
     ("GET", "/api/walkthroughs/toy_grpo/tensors?seed=-1", {}, 422),
     ("GET", "/api/walkthroughs/nope", {}, 404),
-    ("GET", "/api/processes/r1", {}, 404),  # not started: a GET never starts a run
+    ("GET", "/api/processes/r1?seed=31", {}, 404),  # a seed no case POSTs: a GET never starts a run, in any order
     ("POST", "/api/processes/r1", {}, 200),
     ("POST", "/api/processes/r1?seed=2", {"X-Forwarded-For": "10.9.9.9"}, 200),
     ("DELETE", "/api/walkthroughs", {}, 405),

@@ -34,9 +34,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
 # 9,000 x ~35 KB ~ 300 MB, far past this bound.
 MAX_GROWTH_MB = 64
 
-# Largest results: group_size=4096 after 50 iterations of 16 updates (~5 MB each, cached as
+# Largest results: group_size=4096 after 50 iterations of 16 updates (~8 MB of RSS each, cached as
 # Python lists). Once the result cache holds all it may, more of them must replace, not add.
-# Allowed: the whole-response cache keeps their gzipped bodies (~1 MB each) plus noise.
+# Allowed: the whole-response cache keeps their gzipped bodies (14 KB each) plus allocator noise.
 BIG = "group_size=4096&iteration=50&inner_steps=16&inner_step=15&node=input"
 MAX_PLATEAU_GROWTH_MB = 16
 
@@ -108,14 +108,18 @@ def test_rss_after_10000_distinct_requests_is_bounded(tmp_path, request):
 
 
 def test_result_cache_is_bounded_in_bytes_not_only_in_entries(tmp_path, request):
-    """The largest results (G=4096: ~5 MB each as Python lists) must not pin maxsize x 5 MB.
+    """The largest results (G=4096: ~8 MB of RSS each, 1.3 MB pickled) must not pin maxsize x 8 MB.
 
-    After WARM maximal results the cache holds as many as it ever will; the next MORE must
-    replace them, not add to them. A cache bounded only by its entry count (512) would add
-    MORE x ~5 MB here and reach ~2.6 GB after 512 such requests.
+    The cache weighs a result 1 + G // 64 (65 here), so it holds CAPACITY = 512 // 65 = 7 of
+    them. Each compute worker process has its own cache, and which worker takes a request is up
+    to the pool, so the server runs one worker (COMPUTE_SLOTS=1): after WARM = CAPACITY + 2
+    maximal results its cache holds all it ever will, and the next MORE must replace, not add.
+    (CI stop 38 ran two workers with WARM 12: neither cache was full yet, and 8 more added 24 MB.)
+    A cache bounded only by its entry count (512) would add MORE x ~8 MB here.
     """
-    warm, more = 12, 8
-    with running_server(tmp_path, "--device", "cpu", "--log-level", "warning") as server:
+    capacity = run_grpo_step.maxsize // (1 + 4096 // 64)
+    warm, more = capacity + 2, 8
+    with running_server(tmp_path, "--device", "cpu", "--log-level", "warning", env={"COMPUTE_SLOTS": "1"}) as server:
         with httpx.Client(base_url=server.url, timeout=60) as client:
             def fill(seeds):
                 for seed in seeds:
