@@ -45,8 +45,9 @@ def add_static_dir(prefix: str, directory: Path) -> None:
             _version(name)
 
 
-# The request headers that choose between the full page and the fragment (wants_fragment).
-VARY = "HX-Request, HX-History-Restore-Request"
+# The request headers that choose between the full page and the fragment (wants_fragment), and which
+# fragment: HX-Target names the part a page route may answer alone (the toy's figure body).
+VARY = "HX-Request, HX-History-Restore-Request, HX-Target"
 
 
 def wants_fragment(request: Request) -> bool:

@@ -20,8 +20,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CACHED_PREFIXES = ("/api/walkthroughs", "/api/processes", "/walkthroughs/", "/static/")
 CACHED_PATHS = frozenset({"/", "/docs", "/openapi.json"})
-# Pages link static files root-relative, so Host does not change a body.
-KEY_HEADERS = (b"hx-request", b"hx-history-restore-request")
+# Pages link static files root-relative, so Host does not change a body. HX-Target picks a part of a
+# page (the toy's figure body, web/pages.py), so it keys the entry too (rendering.VARY).
+KEY_HEADERS = (b"hx-request", b"hx-history-restore-request", b"hx-target")
 
 
 class ResponseCacheMiddleware:

@@ -12,8 +12,10 @@ from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.engine.step_inputs import ToyInputs
 from app.kinds.toy.views import urls
+from app.kinds.toy.views.figure_control import FigureControl, build_figure_control
 from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
 from app.kinds.toy.views.inspector import build_toy_inspector
+from app.kinds.toy.views.meaning import choice_label
 from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
 from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
 from app.kinds.toy.views.story import STORIES, StoryFigure, build_story_figure
@@ -48,6 +50,19 @@ class ToyScreen(Screen):
     def story_figure(self) -> StoryFigure | None:
         """The step's focus figure: the group, revealed as far as the story has come."""
         return build_story_figure(self.result, self.state.step_id)
+
+    @property
+    def figure_control(self) -> FigureControl | None:
+        """The step's own parameter, changed at its figure: none on a training path's stage (its own
+        settings), in Compare mode (side B's panel would not follow) or beside a refused form."""
+        result = self.result
+        if result is None or result.kind != "grpo" or self.own.process or self.own.compare is not None \
+                or self.form_refused:
+            return None
+        labels = [choice_label(result.prompt, s["action"]) if isinstance(s.get("action"), int) else "?"
+                  for s in result.samples]
+        return build_figure_control(self.state.step_id, self.own.params, self.state.query(self.snapshot),
+                                    result.samples, labels)
 
     @property
     def own(self) -> ToyState:

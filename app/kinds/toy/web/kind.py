@@ -95,7 +95,8 @@ FEATURED = Featured(
 
 KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per completion",
             matches=is_runnable, step_page=step_page, install=install,
-            templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_toy,
+            templates=Path(__file__).resolve().parents[1] / "templates",
+            static=Path(__file__).resolve().parents[1] / "static", stylesheets=("toy.css",), describe=describe_toy,
             allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job,
             step_jobs=step_jobs, default_runs=default_runs, featured=(FEATURED,),
             export_targets=export_target.TARGETS)

@@ -1,0 +1,100 @@
+"""The control at a toy step's figure (issue 32, "Direct manipulation where it teaches"): the one
+parameter the step is about, changed right beside the figure that shows its effect. ε on the clip
+step, β on the reference step, the group's rewards on the advantages step.
+
+A GET form to the step's own URL: with script, htmx asks for the figure's body alone (the page
+route answers only it when HX-Target names it, web/pages.py) and swaps it in place, the control
+outside the swapped part so it keeps focus while it is dragged; without script its Apply button
+loads the page. The form carries the rest of the view (every other parameter, the node, the open
+modules) as hidden inputs, so only the one parameter changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.kinds.toy.engine.params import GRPOParams
+from app.views import numbers
+
+FIGURE_BODY_ID = "story-figure-body"  # the swapped part: HX-Target names it (web/pages.py)
+CONTROL_ID = "figure-control"
+MAX_EDITABLE_REWARDS = 16  # a bigger group's rewards are edited in the full form
+
+
+@dataclass(frozen=True)
+class Slider:
+    min: float
+    max: float
+    step: float
+
+
+# The slider of each step's parameter: the range a reader explores; a value outside it (typed in the
+# full form) is still shown exactly in the readout, the slider at its nearest end.
+SLIDERS = {
+    "clip_epsilon": Slider(0.01, 0.6, 0.01),
+    "beta": Slider(0.0, 1.0, 0.01),
+}
+
+
+@dataclass(frozen=True)
+class FigureControl:
+    name: str                         # the GRPOParams field it sets
+    label: str
+    value: str                        # as the URL writes it
+    value_text: str                   # the readout beside the slider
+    hidden: tuple[tuple[str, str], ...]  # the rest of the view, as the form sends it
+    slider: Slider | None = None
+    rewards: tuple[tuple[int, str, str, str], ...] = ()  # (i, its choice, its answer, value) per completion
+    note: str = ""                    # what else the change moves (ε_high following ε)
+
+    @property
+    def input_id(self) -> str:
+        return f"fc-{self.name}"
+
+    @property
+    def slider_value(self) -> str:
+        """The slider's position: the value, inside the slider's range."""
+        assert self.slider is not None
+        return numbers.param(min(max(float(self.value), self.slider.min), self.slider.max))
+
+
+def _clip_note(params: GRPOParams) -> str:
+    if params.clip_epsilon_high == params.clip_epsilon and "clip_epsilon_high" not in params.url_overrides():
+        return "The band’s top follows: [1 − ε, 1 + ε]."
+    return (f"The band’s top stays at 1 + ε_high = {numbers.param(1 + params.clip_epsilon_high)} "
+            "(set apart from ε; the full form changes it).")
+
+
+def value_text(name: str, params: GRPOParams) -> str:
+    if name == "clip_epsilon":
+        eps, high = params.clip_epsilon, params.clip_epsilon_high
+        return (f"ε = {numbers.param(eps)}: band [{numbers.param(round(1 - eps, 12))}, "
+                f"{numbers.param(round(1 + high, 12))}]")
+    if name == "beta":
+        return f"β = {numbers.param(params.beta)}"
+    return ""
+
+
+def build_figure_control(step_id: str, params: GRPOParams, query: dict[str, str], samples: list[dict] | None,
+                         labels: list[str]) -> FigureControl | None:
+    """The control of the clip, reference and advantages steps; None where the step has none, or where
+    the group is too big to edit here. `query` is the view's canonical URL query."""
+    if step_id == "clip":
+        name, label = "clip_epsilon", "clip ε"
+    elif step_id == "reference":
+        name, label = "beta", "β, the KL penalty’s weight"
+    elif step_id == "advantages":
+        name, label = "rewards", "The group’s rewards"
+    else:
+        return None
+    hidden = tuple((k, v) for k, v in query.items() if k != name)
+    if name == "rewards":
+        if not samples or len(samples) > MAX_EDITABLE_REWARDS:
+            return None
+        rewards = tuple((i, str(s.get("action", "?")), labels[i] if i < len(labels) else "?",
+                         numbers.param(float(s["reward"]))) for i, s in enumerate(samples))
+        value = ",".join(r[-1] for r in rewards)
+        return FigureControl(name, label, value, f"r = {value.replace(',', ', ')}", hidden, rewards=rewards,
+                             note="One reward per completion; the advantages follow as you type.")
+    value = numbers.param(getattr(params, name))
+    note = _clip_note(params) if name == "clip_epsilon" else "β = 0 turns the KL penalty off."
+    return FigureControl(name, label, value, value_text(name, params), hidden, slider=SLIDERS[name], note=note)
