@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.engine.grpo.presets import PRESETS
 from app.kinds.toy.engine.params import GRPOParams
 from app.views import numbers
 
@@ -57,11 +58,16 @@ class FigureControl:
         return numbers.param(min(max(float(self.value), self.slider.min), self.slider.max))
 
 
+def high_follows(params: GRPOParams) -> bool:
+    """The band's top follows ε: the URL does not set ε_high and the preset names none (DAPO's 0.28 does)."""
+    return "clip_epsilon_high" not in params.url_overrides() and "clip_epsilon_high" not in PRESETS[params.preset]
+
+
 def _clip_note(params: GRPOParams) -> str:
-    if params.clip_epsilon_high == params.clip_epsilon and "clip_epsilon_high" not in params.url_overrides():
+    if high_follows(params):
         return "The band’s top follows: [1 − ε, 1 + ε]."
     return (f"The band’s top stays at 1 + ε_high = {numbers.param(1 + params.clip_epsilon_high)} "
-            "(set apart from ε; the full form changes it).")
+            "(set apart from ε, by the preset or the full form, which changes it).")
 
 
 def value_text(name: str, params: GRPOParams) -> str:
