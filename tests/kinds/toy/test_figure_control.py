@@ -149,6 +149,9 @@ def test_reference_figure_for_beta_equals_the_reference(client, beta):
     assert all(close(g, w["objective"]) for g, w in zip(column(soup, "objective"), rows, strict=True))
     assert soup.select_one("#figure-control-value").get_text() == f"β = {beta}"
     assert soup.select_one("#field-beta input#p-beta")["value"] == beta
+    # the step links follow, so Previous keeps the new β (the toy's last step: Next leaves the walkthrough)
+    prev = soup.select_one("nav#step-nav[hx-swap-oob] a#prev-step")
+    assert prev["href"] == prev["hx-get"] == f"{STEP}clip" + ("" if beta == "0.04" else f"?beta={beta}")
 
 
 REWARDS = ["1", "0", "0.5", "0", "2", "0", "1", "-1"]
