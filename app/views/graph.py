@@ -33,6 +33,10 @@ MONO_CHAR_PX = 7.0      # an 11px monospace character (DejaVu Sans Mono: 6.6)
 LABEL_WRAP = 220.0      # a display name longer than this breaks into two lines
 TEXT_INSET = 10.0       # text starts this far inside a box, and keeps as much clear on the right
 TOGGLE_ROOM = 30.0      # the ± at a module's top right
+WARNING_ROW = 16.0      # a shape warning is the box's last line: inside the box, no edge crosses it
+WARNING_CHAR_PX = 7.0   # an 11px semibold character
+NOTE_CHAR_PX = 7.2      # a 12px annotation character
+NOTE_HEIGHT = 24.0
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,8 @@ class DrawnNode:
     declared_shape: str | None
     shape_warning: str | None
     lines: tuple[LabelLine, ...] = ()   # the display name as drawn (wrapped when long)
+    # an open module's header (its text and ±): x, y, width, where dot put it
+    header: tuple[float, float, float] | None = None
 
     @property
     def short_label(self) -> str:
@@ -100,6 +106,20 @@ class DrawnNode:
     @property
     def label_lines(self) -> tuple[LabelLine, ...]:
         return self.lines
+
+    @property
+    def text_x(self) -> float:
+        """Where the box's text block starts: its top left, or an open module's header."""
+        return self.header[0] if self.header else self.x
+
+    @property
+    def text_y(self) -> float:
+        return self.header[1] if self.header else self.y
+
+    @property
+    def text_width(self) -> float:
+        """The width the text block (and the ± at its right end) is drawn in."""
+        return self.header[2] if self.header else self.width
 
     @property
     def has_toggle(self) -> bool:
@@ -117,6 +137,19 @@ class DrawnNode:
 
 
 @dataclass(frozen=True)
+class DrawnNote:
+    """A note that is not a node of the snapshot (the rewards beside the advantages): laid out by
+    dot as a box of its own with an edge into its node, so no other edge crosses its text."""
+    node_id: str              # the node it points at
+    text: str
+    x: float
+    y: float
+    width: float
+    height: float
+    path: str                 # the arrow from the note into its node
+
+
+@dataclass(frozen=True)
 class GraphView:
     nodes: list[DrawnNode]    # open containers first, outermost first: they lie behind members
     edges: list[DrawnEdge]
@@ -129,6 +162,7 @@ class GraphView:
     context_ids: tuple[str, ...] = ()  # framed plus their direct neighbours, shown when they fit
     layout_key: str = ""      # changes exactly when the boxes move (another set of open modules)
     layout_seconds: float = 0.0        # what dot took for this view (0: cached)
+    notes: tuple[DrawnNote, ...] = ()
     _index: dict[str, DrawnNode] = field(init=False, repr=False, compare=False)
 
     # Templates receive only the view; these keep number formatting in one place.
@@ -173,9 +207,10 @@ def _shape_warning(node: Node, declared: str | None, traced: tuple[int, ...] | N
 # -- sizing ----------------------------------------------------------------------
 
 def _text_box(display_name: str, short_label: str, shape: str, members: str | None,
-              has_toggle: bool) -> tuple[tuple[LabelLine, ...], float, float]:
+              has_toggle: bool, warnings: Sequence[str] = ()) -> tuple[tuple[LabelLine, ...], float, float]:
     """(label lines, width, height) of a box that holds its text at its CSS size: the name in
-    one or two 13px lines, then the id (and, for two lines, the shape) at 11px monospace."""
+    one or two 13px lines, then the id (and, for two lines, the shape) at 11px monospace, and a
+    shape warning (either of its texts: short, or the declared shape when selected) as a last line."""
     lines = wrap_label(display_name, LABEL_WRAP)
     two = len(lines) > 1
     id_line = short_label + (f" · {shape}" if two and shape else "")
@@ -183,19 +218,31 @@ def _text_box(display_name: str, short_label: str, shape: str, members: str | No
     shape = shape or "(00, 00, 00)"
     detail = "" if two else shape + (" · " + members if members else "")
     text_w = max([len(line.text) * LABEL_CHAR_PX for line in lines]
-                 + [len(id_line) * MONO_CHAR_PX, len(detail) * MONO_CHAR_PX])
+                 + [len(id_line) * MONO_CHAR_PX, len(detail) * MONO_CHAR_PX]
+                 + [len(w) * WARNING_CHAR_PX for w in warnings])
     width = max(float(NODE_WIDTH), float(round(text_w + 2 * TEXT_INSET + (TOGGLE_ROOM if has_toggle else 0))))
-    return lines, width, float(NODE_HEIGHT)
+    return lines, width, float(NODE_HEIGHT) + (WARNING_ROW if warnings else 0.0)
+
+
+def warning_texts(declared: str | None, warning: str | None) -> tuple[str, str] | tuple[()]:
+    """What the box's warning line says: short until selected, then the declared shape (the
+    title, the aria-label and the inspector say it whole). Sized for both, so selecting a node
+    never moves the layout."""
+    if not warning:
+        return ()
+    return ("⚠ file's shape differs", f"⚠ declared {declared}")
 
 
 def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iterable[str], *,
                      framed: Iterable[str] = (), viewport: tuple[float, float] | None = None,
-                     shapes: Mapping[str, Sequence[int]] | None = None, compact: bool = False) -> GraphView:
+                     shapes: Mapping[str, Sequence[int]] | None = None, compact: bool = False,
+                     notes: Mapping[str, str] | None = None) -> GraphView:
     """The drawn graph of one view, laid out by dot. Unknown ids in ``expanded``/``selected``/
     ``framed`` are ignored (the routes validate them); ``shapes`` (traced, per node id) feed the
     shape line and its warning; ``framed`` (default: the selection) is what the camera shows
     whole, with its direct neighbours when they fit; ``compact`` (the overview) packs the layers
-    closer. The export's saved positions and cameras
+    closer; ``notes`` (node id -> short text) are drawn as boxes of their own with an arrow into
+    their node, laid out by dot with the rest. The export's saved positions and cameras
     belong to its author's layout, which dot replaces (docs/design.md §2, "Graph layout")."""
     expanded = list(expanded)
     visible = visible_node_ids(snapshot, expanded)
@@ -213,18 +260,28 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
         traced_of[nid] = traced
         members = len(node.members)
         short = _short_label(nid, node.parent_id)
+        declared = _declared_shape(node)
         sized[nid] = _text_box(node_meaning(snapshot, nid).display_name, short, shape_text(traced),
                                (f"{members} member" + ("" if members == 1 else "s")) if node.is_module else None,
-                               node.is_module and members > 0)
+                               node.is_module and members > 0,
+                               warning_texts(declared, _shape_warning(node, declared, traced)))
 
     folded = fold_edges(snapshot, visible_set, containers)
     layout_nodes = [LayoutNode(nid, sized[nid][1], sized[nid][2], snapshot.node(nid).parent_id)
                     for nid in visible if nid not in containers]
-    clusters = [LayoutCluster(nid, snapshot.node(nid).parent_id, sized[nid][1], sized[nid][2] - 8)
+    clusters = [LayoutCluster(nid, snapshot.node(nid).parent_id, sized[nid][1], sized[nid][2])
                 for nid in visible if nid in containers]
     pairs = [(e.source, e.target) for e in folded]
     skips = skip_edges(pairs)
-    laid = dot_layout(layout_nodes, clusters, pairs, compact=compact)
+    note_of = {f"note:{nid}": (nid, text) for nid, text in (notes or {}).items()
+               if nid in visible_set and nid not in containers}
+    for note_id, (nid, text) in note_of.items():
+        layout_nodes.append(LayoutNode(note_id, float(round(len(text) * NOTE_CHAR_PX + 2 * TEXT_INSET)), NOTE_HEIGHT,
+                                       snapshot.node(nid).parent_id))
+    laid = dot_layout(layout_nodes, clusters, pairs + [(note_id, nid) for note_id, (nid, _) in note_of.items()],
+                      compact=compact)
+    drawn_notes = tuple(DrawnNote(nid, text, *laid.boxes[note_id], path=laid.paths.get((note_id, nid), ""))
+                        for note_id, (nid, text) in note_of.items())
 
     drawn: list[DrawnNode] = []
     for nid in visible:
@@ -237,7 +294,8 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
             is_module=node.is_module, expanded=nid in open_ids, member_count=len(node.members),
             parent_id=node.parent_id, depth=len(ancestors(snapshot, nid)), selected=nid in chosen,
             shape=traced_of[nid], declared_shape=declared,
-            shape_warning=_shape_warning(node, declared, traced_of[nid]), lines=sized[nid][0]))
+            shape_warning=_shape_warning(node, declared, traced_of[nid]), lines=sized[nid][0],
+            header=laid.headers[nid][:3] if nid in laid.headers else None))
     # Containers behind everything, outer behind inner; otherwise file order (stable sort).
     drawn.sort(key=lambda n: (0, n.depth) if n.is_container else (1, 0))
 
@@ -261,11 +319,11 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
     camera = fit_camera([laid.boxes[n] for n in framed_ids], [laid.boxes[n] for n in context_ids], (vw, vh))
     if not framed_ids:
         camera = fit_all(bounds, (vw, vh))
-    key = hashlib.sha256(repr((sorted(containers), [(n, laid.boxes[n]) for n in visible])).encode()).hexdigest()[:12]
+    key = hashlib.sha256(repr((sorted(containers), sorted(laid.boxes.items()))).encode()).hexdigest()[:12]
     return GraphView(nodes=drawn, edges=edges, camera=camera,
                      viewport_width=float(vw), viewport_height=float(vh), bounds=bounds,
                      framed_ids=framed_ids, context_ids=context_ids, layout_key=key,
-                     layout_seconds=laid.seconds)
+                     layout_seconds=laid.seconds, notes=drawn_notes)
 
 
 def _short_label(node_id: str, parent_id: str | None) -> str:

@@ -3,8 +3,8 @@
 Every layout the app draws (the overview, each step, any set of open modules) is one `dot`
 run: a layered (Sugiyama) layout with routed splines. Open modules are dot clusters
 (`subgraph cluster_<n>`), so an edge never runs through a box that is neither its end nor a
-module holding an end; a cluster's label is a fixed-size empty table that reserves the
-container's header (its name, id line and ±). An edge to an open container enters its
+module holding an end; a cluster's header (its name, id line, shape and ±) is a node of its own
+on the cluster's top row, so no edge runs through that text either. An edge to an open container enters its
 cluster (`lhead`/`ltail`, `compound=true`) at a member that stands for it.
 
 dot works in points with y up; the world is y down, one world unit a point. A layout is a
@@ -70,6 +70,7 @@ class LayoutCluster:
 @dataclass(frozen=True)
 class Layout:
     boxes: dict[str, Box]                 # every node and cluster, absolute world boxes
+    headers: dict[str, Box]               # each open module's header (name, id, shape, ±), inside its box
     paths: dict[tuple[str, str], str]     # SVG path data per drawn edge (source, target)
     width: float
     height: float
@@ -143,11 +144,12 @@ def _source(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster], edge
             g.node(names[n.id], width=f"{n.width / 72:.4f}", height=f"{n.height / 72:.4f}")
         for c in sub.get(parent, []):
             with g.subgraph(name=cluster_names[c.id]) as s:
-                s.attr(label=(f'<<TABLE BORDER="0" FIXEDSIZE="TRUE" WIDTH="{round(c.header_width)}" '
-                              f'HEIGHT="{round(c.header_height)}"><TR><TD></TD></TR></TABLE>>'),
-                       labeljust="l", labelloc="t", margin=str(CLUSTER_MARGIN))
+                s.attr(label="", margin=str(CLUSTER_MARGIN))
+                s.node(f"h{cluster_index[c.id]}", width=f"{c.header_width / 72:.4f}",
+                       height=f"{c.header_height / 72:.4f}")
                 fill(s, c.id)
 
+    cluster_index = {c.id: i for i, c in enumerate(clusters)}
     fill(graph, None)
     # An edge to an open container enters its cluster at a member standing for it.
     first_leaf: dict[str, str] = {}
@@ -157,6 +159,12 @@ def _source(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster], edge
         while up is not None:
             first_leaf.setdefault(up, n.id)
             up = parents[up]
+    # The header sits on the top row of its module: an invisible edge to each of its members.
+    for c in clusters:
+        for n in inside.get(c.id, []):
+            graph.edge(f"h{cluster_index[c.id]}", names[n.id], style="invis")
+        for child in sub.get(c.id, []):
+            graph.edge(f"h{cluster_index[c.id]}", f"h{cluster_index[child.id]}", style="invis")
     for i, (s, t) in enumerate(edges):
         attrs = {"id": f"e{i}"}
         if s in cluster_names:
@@ -191,7 +199,7 @@ def dot_layout(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
     if _layout.cache_info().hits > before:
         with _lock:
             STATS["hits"] += 1
-        return Layout(laid.boxes, laid.paths, laid.width, laid.height, 0.0)
+        return Layout(laid.boxes, laid.headers, laid.paths, laid.width, laid.height, 0.0)
     return laid
 
 
@@ -199,16 +207,24 @@ def dot_layout(nodes: Sequence[LayoutNode], clusters: Sequence[LayoutCluster],
 def _layout(nodes: tuple[LayoutNode, ...], clusters: tuple[LayoutCluster, ...],
             edges: tuple[tuple[str, str], ...], ranksep: float) -> Layout:
     if not nodes:
-        return Layout({}, {}, 0.0, 0.0, 0.0)
+        return Layout({}, {}, {}, 0.0, 0.0, 0.0)
     source, names, cluster_names = _source(nodes, clusters, edges, ranksep)
     text, seconds = _run_dot(source)
     data = json.loads(text)
     _, _, width, height = (float(v) for v in data["bb"].split(","))
     by_name = {v: k for k, v in {**names, **cluster_names}.items()}
+    header_of = {f"h{i}": c.id for i, c in enumerate(clusters)}
     boxes: dict[str, Box] = {}
+    headers: dict[str, Box] = {}
     objects = data.get("objects", [])
     for obj in objects:
-        nid = by_name.get(obj.get("name", ""))
+        name = obj.get("name", "")
+        if name in header_of:
+            (cx, cy), = _points(obj["pos"])
+            w, h = float(obj["width"]) * 72, float(obj["height"]) * 72
+            headers[header_of[name]] = (round(cx - w / 2, 2), round(height - cy - h / 2, 2), round(w, 2), round(h, 2))
+            continue
+        nid = by_name.get(name)
         if nid is None:
             continue
         if "bb" in obj:  # a cluster
@@ -221,12 +237,15 @@ def _layout(nodes: tuple[LayoutNode, ...], clusters: tuple[LayoutCluster, ...],
     parents = {n.id: n.parent for n in nodes} | {c.id: c.parent for c in clusters}
     paths: dict[tuple[str, str], str] = {}
     for e in data.get("edges", []):
+        if not str(e.get("id", "")).startswith("e"):
+            continue  # a header's invisible edge
         i = int(e["id"][1:])
         s, t = edges[i]
         ends = set(_chain(parents, s)) | set(_chain(parents, t))
-        obstacles = [b for nid, b in boxes.items() if nid not in ends]
+        # An open module's header is a node of its own: no edge's end, so every edge keeps out of it.
+        obstacles = [b for nid, b in boxes.items() if nid not in ends] + list(headers.values())
         paths[edges[i]] = detour(_spline_path(e.get("pos", ""), height), obstacles)
-    return Layout(boxes, paths, width, height, seconds)
+    return Layout(boxes, headers, paths, width, height, seconds)
 
 
 def _chain(parents: Mapping[str, str | None], node_id: str) -> list[str]:

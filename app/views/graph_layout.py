@@ -179,6 +179,11 @@ def edge_box_crossings(snapshot: Snapshot, edges: Iterable[DrawnEdge], boxes: di
     return found
 
 
+def crosses_any(edges: Iterable[DrawnEdge], box: Box) -> bool:
+    """Whether any of the edges runs through the box: where a label that is not a box may go."""
+    return any(_crosses_polyline(_bezier_points(e.path), box) for e in edges if e.path)
+
+
 def _crosses_polyline(pts: list[tuple[float, float]], box: Box) -> bool:
     for a, b in zip(pts, pts[1:], strict=False):
         if _clip(a, b, box) is not None:

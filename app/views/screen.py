@@ -141,18 +141,22 @@ class Screen:
         return set(self.state.expanded) != set(self.step.view.expanded_module_ids)
 
 
-def build_graph(snapshot: Snapshot, state: ViewState, shapes: dict[str, tuple[int, ...]] | None = None) -> GraphView:
-    """The view's graph, laid out by dot (app/views/graph_dot.py) with the URL's open modules, its
-    camera framing the selection; or the overview: every module closed, the whole fitted."""
+def build_graph(snapshot: Snapshot, state: ViewState, shapes: dict[str, tuple[int, ...]] | None = None,
+                annotations: Mapping[str, GraphAnnotation] | None = None) -> GraphView:
+    """The view's graph, laid out by dot (app/views/graph_dot.py) with the URL's open modules and
+    the kind's annotations (boxes of their own), its camera framing the selection; or the
+    overview: every module closed, the whole fitted."""
+    notes = {nid: a.label for nid, a in (annotations or {}).items()}
     step = snapshot.step(state.step_id)
     selected = [state.node] if state.node else []
     viewport = (step.view.viewport.width, step.view.viewport.height)
     if state.overview:
-        return replace(build_graph_view(snapshot, (), selected, viewport=viewport, shapes=shapes, compact=True),
-                       fit_all=True)
+        return replace(build_graph_view(snapshot, (), selected, viewport=viewport, shapes=shapes, compact=True,
+                                        notes=notes), fit_all=True)
     holds = {a for n in selected if n in snapshot.node_map for a in ancestors(snapshot, n)}
     framed = [*selected, *(m for m in state.expanded if m not in holds)]
-    return build_graph_view(snapshot, state.expanded, selected, framed=framed, viewport=viewport, shapes=shapes)
+    return build_graph_view(snapshot, state.expanded, selected, framed=framed, viewport=viewport, shapes=shapes,
+                            notes=notes)
 
 
 def build_view_only_screen(snapshot: Snapshot, state: ViewState) -> Screen:

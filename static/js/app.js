@@ -140,14 +140,69 @@
     layer.textContent = "";
     var f = frame.getBoundingClientRect(), seen = {}, placed = [];
     // Nodes and notes in the frame are obstacles too: a tag must not hide a label.
-    frame.querySelectorAll(".graph .node > rect:first-of-type, .graph .annotation-text").forEach(function (el) {
+    // An open module is a frame, not a label: only its header's text and ± are obstacles.
+    frame.querySelectorAll(".graph .node:not(.container) > rect:first-of-type, .graph .node.container > a, "
+                           + ".graph .node.container > text, .graph .annotation-box").forEach(function (el) {
       var r = el.getBoundingClientRect();
-      // An open module is a frame, not a label: only its header (name, id, ±) is an obstacle.
-      var h = el.classList.contains("container-box") ? Math.min(r.height, 60 * (base ? base.z : 1)) : r.height;
-      if (r.right > f.left && r.left < f.right && r.top + h > f.top && r.top < f.bottom)
-        placed.push({ left: r.left - f.left, top: r.top - f.top, w: r.width, h: h, obstacle: true });
+      if (r.width && r.right > f.left && r.left < f.right && r.bottom > f.top && r.top < f.bottom)
+        placed.push({ left: r.left - f.left, top: r.top - f.top, w: r.width, h: r.height, obstacle: true });
     });
     function inside(p) { return p.x >= f.left && p.x <= f.right && p.y >= f.top && p.y <= f.bottom; }
+    // Every edge's course in the frame (points every ~6 px): a tag sits beside the edge it
+    // names and on no edge at all, so it never hides where a line goes.
+    var courses = [];
+    document.querySelectorAll(".graph .edge").forEach(function (path) {
+      var m = path.getScreenCTM(), len = path.getTotalLength();
+      var n = Math.min(400, Math.max(8, Math.ceil(len * m.a / 6)));
+      for (var i = 0; i <= n; i++) {
+        var q = path.getPointAtLength(i / n * len);
+        var p = { x: m.a * q.x + m.c * q.y + m.e, y: m.b * q.x + m.d * q.y + m.f };
+        if (inside(p)) courses.push({ x: p.x - f.left, y: p.y - f.top });
+      }
+    });
+    // What a tag at (left, top) would cover: another tag, a node or a note (1000 each), and
+    // each point of an edge's course (1 each); off the frame is never allowed.
+    function cost(left, top, w, h, enough) {
+      if (left < 2 || top < 2 || left + w > f.width - 2 || top + h > f.height - 2) return Infinity;
+      var PAD = 3, c = 0;
+      for (var i = 0; i < placed.length; i++) {
+        var p = placed[i];
+        if (left < p.left + p.w && p.left < left + w && top < p.top + p.h && p.top < top + h) c += 1000;
+      }
+      if (c >= enough) return c;
+      for (var j = 0; j < courses.length; j++) {
+        var q = courses[j];
+        if (q.x > left - PAD && q.x < left + w + PAD && q.y > top - PAD && q.y < top + h + PAD && ++c >= enough) return c;
+      }
+      return c;
+    }
+    // Where a tag goes: beside its edge's exit point (x, y, frame px), on the frame's side the
+    // edge leaves by, the nearer free place along that side first, then a row further in; where
+    // nothing is free, the place that covers least.
+    function placeTag(x, y, w, h) {
+      var side = [[y, "top"], [f.height - y, "bottom"], [x, "left"], [f.width - x, "right"]]
+        .sort(function (a, b) { return a[0] - b[0]; })[0][1];
+      var GAP = 6, along = side === "top" || side === "bottom", best = null, bestCost = Infinity;
+      var starts = along ? [x + GAP, x - w - GAP] : [y + GAP, y - h - GAP];
+      var reach = along ? f.width : f.height;
+      for (var row = 0; row < 6; row++) {
+        var inset = 2 + row * ((along ? h : w) + 4);
+        var fixed = side === "top" ? inset : side === "bottom" ? f.height - h - inset
+          : side === "left" ? inset : f.width - w - inset;
+        for (var d = 0; d <= reach; d += 6) {
+          for (var k = 0; k < 2; k++) {
+            var a = starts[k] + (k === 0 ? d : -d);
+            var spot = along ? { left: a, top: fixed } : { left: fixed, top: a };
+            var c = cost(spot.left, spot.top, w, h, bestCost);
+            spot.cost = c;
+            if (c === 0) return spot;
+            if (c < bestCost) { best = spot; bestCost = c; }
+          }
+        }
+      }
+      return best || { left: Math.max(2, Math.min(f.width - w - 2, x - w / 2)), top: Math.max(2, Math.min(f.height - h - 2, y - h / 2)),
+                       cost: Infinity };
+    }
     function nodeIn(id) {
       var n = document.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"]');
       if (!n) return null;
@@ -178,19 +233,22 @@
       tag.textContent = (out === t ? "→ " : "← ") + (out.el.getAttribute("data-display") || id);
       layer.appendChild(tag);
       var w = tag.offsetWidth, h = tag.offsetHeight;
-      var left = Math.max(2, Math.min(f.width - w - 2, last.x - f.left - w / 2));
-      var top = Math.max(2, Math.min(f.height - h - 2, last.y - f.top - h / 2));
-      // A tag that would cover a node, a note or another tag moves along the frame's edge
-      // (down in the top half, up in the bottom half) to the nearest free place.
-      var dir = top > f.height / 2 ? -1 : 1, start = top;
-      function hits(t) {
-        return placed.some(function (p) { return left < p.left + p.w && p.left < left + w && t < p.top + p.h && p.top < t + h; });
+      var spot = placeTag(last.x - f.left, last.y - f.top, w, h);
+      if (spot.cost > 0 && tag.textContent.length > 16) {
+        // Nowhere free for the whole name (a phone's crowded edge): a shorter tag, the name in its title.
+        tag.title = tag.textContent;
+        tag.textContent = tag.textContent.slice(0, 14).trim() + "…";
+        w = tag.offsetWidth;
+        var shorter = placeTag(last.x - f.left, last.y - f.top, w, h);
+        if (shorter.cost < spot.cost) spot = shorter;
+        else { tag.textContent = tag.title; tag.removeAttribute("title"); w = tag.offsetWidth; }
       }
-      for (var tries = 0; tries < 40 && hits(top); tries++) top += dir * 6;
-      if (hits(top) || top < 0 || top + h > f.height) top = start;
-      placed.push({ left: left, top: top, w: w, h: h });
-      tag.style.left = left + "px";
-      tag.style.top = top + "px";
+      // Still on another edge or a label: left out, as a tag that hides a line misleads more than
+      // none (the edge stays, faded; the Inspector names both ends).
+      if (spot.cost > 0) { layer.removeChild(tag); return; }
+      placed.push({ left: spot.left, top: spot.top, w: w, h: h });
+      tag.style.left = spot.left + "px";
+      tag.style.top = spot.top + "px";
     });
   }
 

@@ -6,7 +6,9 @@ opening a module, selecting a node):
 (b) no two node labels overlap;
 (c) no edge runs through the box of a node that is neither its end nor a module holding
     an end (the path sampled in world units against each node's rect);
-(d) the step's selected nodes are inside the frame.
+(d) the step's selected nodes are inside the frame;
+(e) no edge runs through any graph text: a label, an id or shape line, a shape warning, an open
+    module's header, a note, or an edge tag (issue 32).
 
 One page per size, reused for every step. The numbers measured are printed (-s shows them).
 """
@@ -86,6 +88,32 @@ MEASURE = """() => {
     }
     hits.forEach(id => crossings.push([p.getAttribute('data-edge-id'), id]));
   });
+  // (e) no edge through any text: node labels, id and shape lines, warnings, open modules'
+  // headers, notes (world units, the texts' own boxes) and the edge tags (screen px, mapped in)
+  const texts = [];
+  svg.querySelectorAll('.node text, .annotation-text').forEach(t => {
+    if (!shown(t) || !t.textContent.trim()) return;
+    const bb = t.getBBox(); if (!bb.width) return;
+    const g = t.closest('[data-node-id], [data-note-for]');
+    texts.push({what: (g ? g.getAttribute('data-node-id') || 'note ' + g.getAttribute('data-note-for') : '?') + ': '
+                + t.textContent.trim().slice(0, 24), x: bb.x, y: bb.y, w: bb.width, h: bb.height});
+  });
+  const inv = document.getElementById('camera').getScreenCTM().inverse();
+  frame.querySelectorAll('.edge-tag').forEach(t => {
+    const r = t.getBoundingClientRect(); if (!r.width) return;
+    const a = new DOMPoint(r.left, r.top).matrixTransform(inv), b = new DOMPoint(r.right, r.bottom).matrixTransform(inv);
+    texts.push({what: 'tag ' + t.textContent.trim().slice(0, 24), x: a.x, y: a.y, w: b.x - a.x, h: b.y - a.y});
+  });
+  const through = [];
+  svg.querySelectorAll('.edges .edge').forEach(p => {
+    const len = p.getTotalLength(), hits = new Set();
+    for (let at = 2; at <= len - 2; at += 2) {
+      const q = p.getPointAtLength(at);
+      for (const t of texts)
+        if (q.x > t.x + 1 && q.x < t.x + t.w - 1 && q.y > t.y + 1 && q.y < t.y + t.h - 1) hits.add(t.what);
+    }
+    hits.forEach(w => through.push([p.getAttribute('data-edge-id'), w]));
+  });
   // (d) the selected nodes inside the frame
   const outside = [];
   svg.querySelectorAll('.node.selected > rect').forEach(r => {
@@ -94,7 +122,7 @@ MEASURE = """() => {
       outside.push([r.parentElement.getAttribute('data-node-id'), Math.round(b.left - f.left), Math.round(b.top - f.top),
                     Math.round(f.right - b.right), Math.round(f.bottom - b.bottom)]);
   });
-  return {minPx: minPx, small: small.slice(0, 8), overlaps: overlaps, crossings: crossings, outside: outside,
+  return {minPx: minPx, small: small.slice(0, 8), overlaps: overlaps, crossings: crossings, outside: outside, through: through,
           selected: svg.querySelectorAll('.node.selected').length, frame: [f.width, f.height]};
 }"""
 
@@ -137,6 +165,8 @@ def check(page, where: str, failures: list[str], selected: bool = True) -> dict:
         failures.append(f"{where}: labels overlap: {m['overlaps']}")
     if m["crossings"]:
         failures.append(f"{where}: edges through boxes: {m['crossings']}")
+    if m["through"]:
+        failures.append(f"{where}: edges through text: {m['through']}")
     if selected and (m["outside"] or not m["selected"]):
         failures.append(f"{where}: selected nodes outside the frame: {m['outside']} ({m['selected']} selected)")
     return m

@@ -17,6 +17,7 @@ from app.kinds.toy.views.compare_marks import change_detail, change_tag, grad_ma
 from app.kinds.toy.views.compare_view import build_compare_view
 from app.kinds.toy.views.screen import build_screen
 from app.kinds.toy.views.view_state import COMPARE_KEYS, parse_compare, parse_view
+from app.views.graph_layout import crosses_any
 from app.views.urls import conventions_query
 
 SEED = load_snapshot(SEED_PATH)
@@ -89,7 +90,7 @@ def test_marker_tags_and_words():
     assert "no finite size" in change_detail(GradChange(0.0, 0.2, 0.2, None))
 
 
-def test_marker_size_grows_with_the_change_and_stays_above_its_node():
+def test_marker_size_grows_with_the_change_and_sits_beside_its_node_off_every_edge():
     screen = build_screen(SEED, state(), obtain(GRPOParams(), "cpu", None))
     changes = {"ratio": GradChange(1, 1, 0.25, 0.25), "clipped": GradChange(0, 1, 1, None),
                "python@clipped#0": GradChange(1, 3, 3, 3.0), "output": None}
@@ -99,9 +100,14 @@ def test_marker_size_grows_with_the_change_and_stays_above_its_node():
     assert ratio.fill_width == pytest.approx(ratio.bar_width / 4) and ratio.kind == "changed"
     assert clipped.fill_width == clipped.bar_width and clipped.kind == "new" and clipped.tag == "∇ new"
     assert member.fraction == 1.0 and member.tag == "∇ 300%"  # capped at a full bar, the text says more
-    box = screen.graph.node("ratio")
-    assert ratio.bar_y + ratio.bar_height <= box.y and ratio.text_y < box.y
-    assert box.x <= ratio.bar_x and ratio.bar_x + ratio.bar_width <= box.x + box.width
+    for node_id, mark in marks.items():
+        box = screen.graph.node(node_id)
+        above = mark.bar_y + mark.bar_height <= box.y and mark.text_y < box.y
+        below = mark.text_y - 12 >= box.y + box.height
+        assert above or below, node_id
+        assert box.x <= mark.text_x and mark.bar_x + mark.bar_width <= box.x + box.width, node_id
+        row = (mark.text_x, mark.text_y - 11, mark.bar_x + mark.bar_width - mark.text_x, 13)
+        assert not crosses_any(screen.graph.edges, row), node_id   # the edge into the node passes beside it
 
 
 # -- the view model ------------------------------------------------------------------------
