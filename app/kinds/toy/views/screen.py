@@ -121,6 +121,7 @@ def build_screen(snapshot: Snapshot, state: ViewState[ToyState], inputs: ToyInpu
     inspector = build_toy_inspector(snapshot, state.node, result, state.step_id) if state.node else None
     panel = build_process_panel(snapshot, state, processes, inputs.runs) if processes is not None else None
     annotations = _annotations(result)
-    return ToyScreen(snapshot, state, snapshot.step_index(state.step_id), build_graph(snapshot, state, shapes, annotations),
-                     inspector, annotations, result=result, run_error=run_error,
+    graph = build_graph(snapshot, state, shapes, annotations)
+    return ToyScreen(snapshot, state, snapshot.step_index(state.step_id), graph, inspector, annotations,
+                     result=result, run_error=run_error,
                      form=form or ParamForm.from_params(own.params), panel=panel)
