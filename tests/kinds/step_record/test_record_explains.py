@@ -252,3 +252,16 @@ def test_python_m_app_open_lists_what_it_does_not_check(tmp_path, capsys, monkey
     out = capsys.readouterr().out
     assert "--  grad_norm: not checked (‖∂loss/∂θ‖ over the model's weights" in out
     assert "--  learning_rate: not checked" in out
+
+
+def test_the_strip_caption_says_what_a_cell_holds_for_this_group(client):
+    """A short group (the verl example's completions: at most 8 tokens) is one partly filled cell a
+    row: the caption says so, not "each cell 64 tokens ... its 256 tokens"; a long one keeps them."""
+    location = client.post("/walkthroughs/new/examples/verl", follow_redirects=False).headers["location"]
+    short = page(client, f"/walkthroughs/{location.split('/')[2]}/steps/ratio")
+    caption = short.select_one("#record-tokens figcaption").get_text(" ")
+    assert "one cell each (the longest completion is" in caption and "each cell 64 tokens" not in caption
+    assert "its tokens below" in caption and "256" not in caption, caption
+    long_id = upload(client, json.dumps(make_record(lengths=(280, 300))).encode())
+    caption = page(client, f"/walkthroughs/{long_id}/steps/ratio").select_one("#record-tokens figcaption").get_text(" ")
+    assert "each cell 64 tokens" in caption and "up to 256 of its tokens below" in caption, caption
