@@ -93,6 +93,9 @@ def test_clip_figure_for_eps_equals_the_reference(client, eps):
     low, high = 1 - float(eps), 1 + float(eps)
     labels = [t.get_text() for t in soup.select("#story-figure-body .band-label")]
     assert labels == [f"1−ε = {low:g}", f"1+ε = {high:g}"]
+    # the inspector (the step selects `clipped`: its own clip chart) comes out of band with the same band
+    inspector = soup.select_one("section#inspector[hx-swap-oob=true]")
+    assert [t.get_text() for t in inspector.select(".band-label")] == labels
     assert f"clip range [{low:g}, {high:g}]" in soup.select_one("#story-figure-body figcaption").get_text()
     # out of band: the readout beside the slider and the full form's field say the same ε
     assert soup.select_one("#figure-control-value").get_text() == f"ε = {eps}: band [{low:g}, {high:g}]"
@@ -115,7 +118,7 @@ def test_eps_high_set_apart_stays_while_eps_moves(client):
     assert hidden == {"clip_epsilon_high": "0.28"}
     assert "stays at 1 + ε_high = 1.28" in page.select_one("#figure-control-note").get_text()
     r, soup = figure(client, "clip", {"clip_epsilon": "0.1", "clip_epsilon_high": "0.28"})
-    assert [t.get_text() for t in soup.select(".band-label")] == ["1−ε = 0.9", "1+ε_high = 1.28"]
+    assert [t.get_text() for t in soup.select("#story-figure-body .band-label")] == ["1−ε = 0.9", "1+ε_high = 1.28"]
     params = GRPOParams(clip_epsilon=0.1, clip_epsilon_high=0.28)
     rows, _ = reference_rows(params, inputs(params))
     assert all(close(g, w["clipped"]) for g, w in zip(column(soup, "clipped"), rows, strict=True))
@@ -123,7 +126,7 @@ def test_eps_high_set_apart_stays_while_eps_moves(client):
     assert {i["name"]: i["value"] for i in dapo.select("#figure-control input[type=hidden]")} == {"preset": "dapo"}
     assert "stays at 1 + ε_high = 1.28" in dapo.select_one("#figure-control-note").get_text()
     _, moved = figure(client, "clip", {"preset": "dapo", "clip_epsilon": "0.1"})
-    assert [t.get_text() for t in moved.select(".band-label")] == ["1−ε = 0.9", "1+ε_high = 1.28"]
+    assert [t.get_text() for t in moved.select("#story-figure-body .band-label")] == ["1−ε = 0.9", "1+ε_high = 1.28"]
 
 
 @pytest.mark.parametrize("beta", ["0", "0.1", "0.3"])

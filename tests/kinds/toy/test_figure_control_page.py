@@ -101,6 +101,9 @@ def test_a_change_at_the_figure_swaps_it_in_place(make_context, step, size):
     if step != "advantages":
         expect(page.locator("#figure-control-value")).to_contain_text(value)
     assert page.evaluate("() => document.querySelectorAll('#story-figure-body').length") == 1
+    # the inspector's numbers came with it (the clip step's inspector draws its own clip chart)
+    if step == "clip":
+        expect(page.locator("#inspector .band-label").last).to_have_text("1+ε = 1.21")
     # Previous (every one of these steps has one) keeps the new value: the step links came out of band
     expect(page.locator("#prev-step")).to_have_attribute("href", re.compile(re.escape(sent)))
 
@@ -125,6 +128,16 @@ def test_dragging_sends_the_last_value_and_keeps_focus(make_context, size):
     assert abs(page.evaluate("() => window.scrollY") - y0) <= 2
     assert page.evaluate("() => document.activeElement.id") == "fc-clip_epsilon"
     expect(slider).to_have_value("0.3")
+    # Next carries the new ε; Back comes to the changed figure, not the page as it was loaded
+    page.locator("#next-step").click()
+    expect(page).to_have_url(re.compile(r"/steps/reference\?clip_epsilon=0\.3$"))
+    wait_settled(page)
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/steps/clip\?clip_epsilon=0\.3$"))
+    wait_settled(page)
+    expect(page.locator("#figure-control-value")).to_have_text("ε = 0.3: band [0.7, 1.3]")
+    expect(page.locator("#story-figure-body .band-label").last).to_have_text("1+ε = 1.3")
+    expect(page.locator("#inspector .band-label").last).to_have_text("1+ε = 1.3")
 
 
 def test_a_half_typed_reward_is_named_and_the_figure_stays(make_context, problems):
