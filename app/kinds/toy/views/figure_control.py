@@ -85,7 +85,7 @@ def build_figure_control(step_id: str, params: GRPOParams, query: dict[str, str]
     """The control of the clip, reference and advantages steps; None where the step has none, or where
     the group is too big to edit here. `query` is the view's canonical URL query."""
     if step_id == "clip":
-        name, label = "clip_epsilon", "clip ε"
+        name, label = "clip_epsilon", "ε, the clip range"
     elif step_id == "reference":
         name, label = "beta", "β, the KL penalty’s weight"
     elif step_id == "advantages":
