@@ -1,0 +1,299 @@
+"""A Llama decoder, as plain torch modules (nanoGPT's shape): the architecture of SmolLM2-135M-Instruct.
+
+Token embedding, `n_layer` pre-norm blocks (RMSNorm, grouped-query causal self-attention with rotary
+position embeddings, RMSNorm, SwiGLU MLP), a final RMSNorm and the LM head, whose weight is the
+embedding's when `tie_embeddings`. Module names are what a graph of the model shows (`embed`,
+`blocks.0.attention.q`, `blocks.0.mlp.gate`, `lm_head`, ...), so they are short and say what each part is.
+
+Shapes in the comments: B batch, T tokens, C = n_embd, H = n_head, K = n_kv_head, D = C / H (one
+head's width), F = ffn_dim, V = vocab_size, S = the tokens a KV cache holds plus the new ones.
+
+Padding: `attention_mask` [B, T] is 1 on real tokens and 0 on padding, left or right. A padded key is
+never attended to, and positions count real tokens only (a left-padded row's first real token is at
+position 0), so a padded row's logits at its real tokens are the unpadded row's. A padding query sees
+only itself: its output is finite, and meaningless.
+
+RoPE follows the HF "rotate_half" convention: a head's first D/2 channels pair with its last D/2.
+GGUF files store Q and K rows permuted for llama.cpp's interleaved pairs; the loader
+(gguf_weights.py) puts them back, so this module is the one convention.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    vocab_size: int
+    n_layer: int
+    n_embd: int
+    n_head: int
+    n_kv_head: int
+    ffn_dim: int
+    rope_theta: float
+    rms_eps: float
+    context_length: int
+    tie_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        if self.n_head % self.n_kv_head:
+            raise ValueError(f"n_head ({self.n_head}) must be a multiple of n_kv_head ({self.n_kv_head})")
+        if self.head_dim % 2:
+            raise ValueError(f"a head's width ({self.head_dim}) must be even for RoPE")
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + ε) · weight, over the last dimension (no mean subtracted, no bias)."""
+
+    def __init__(self, width: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))  # [C]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: [B, T, C]
+        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # [B, T, 1]
+        return x * torch.rsqrt(mean_square + self.eps) * self.weight  # [B, T, C]
+
+
+def rope_inverse_frequencies(head_dim: int, theta: float) -> torch.Tensor:
+    """θ^(-2i/D) for i = 0 .. D/2 - 1: the angle per position of each channel pair. [D/2], float32."""
+    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+
+
+def rope_cos_sin(positions: torch.Tensor, inverse_frequencies: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of position · frequency, each frequency twice (channel i and i + D/2 share one)."""
+    # positions: [B, T] (int), inverse_frequencies: [D/2]
+    angles = positions.float()[..., None] * inverse_frequencies  # [B, T, D/2]
+    angles = torch.cat((angles, angles), dim=-1)  # [B, T, D]
+    return angles.cos()[:, None], angles.sin()[:, None]  # each [B, 1, T, D], broadcast over heads
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x₁, x₂) -> (-x₂, x₁) on a head's two halves: the 90° turn of every channel pair."""
+    first, second = x.chunk(2, dim=-1)  # each [..., D/2]
+    return torch.cat((-second, first), dim=-1)  # [..., D]
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Turn each channel pair (i, i + D/2) of every head by its position's angle."""
+    # x: [B, H, T, D], cos/sin: [B, 1, T, D]
+    return x * cos + rotate_half(x) * sin  # [B, H, T, D]
+
+
+class KVCache:
+    """Each block's keys (after RoPE) and values so far, so that generation feeds only the new token."""
+
+    def __init__(self, n_layer: int):
+        self.keys: list[torch.Tensor | None] = [None] * n_layer  # each [B, K, S, D]
+        self.values: list[torch.Tensor | None] = [None] * n_layer  # each [B, K, S, D]
+
+    @property
+    def length(self) -> int:
+        first = self.keys[0]
+        return 0 if first is None else first.shape[2]
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # k, v: [B, K, T, D] -> the cache's [B, K, S, D]
+        old_k, old_v = self.keys[layer], self.values[layer]
+        if old_k is not None and old_v is not None:
+            k, v = torch.cat((old_k, k), dim=2), torch.cat((old_v, v), dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+class Attention(nn.Module):
+    """Causal grouped-query self-attention: H query heads share K key/value heads (H / K each)."""
+
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
+        self.q = nn.Linear(cfg.n_embd, cfg.n_head * cfg.head_dim, bias=False)  # C -> H·D
+        self.k = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=False)  # C -> K·D
+        self.v = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=False)  # C -> K·D
+        self.o = nn.Linear(cfg.n_head * cfg.head_dim, cfg.n_embd, bias=False)  # H·D -> C
+        self.last_weights: torch.Tensor | None = None  # [B, H, T, S], kept when asked for
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, allowed: torch.Tensor,
+                cache: KVCache | None = None, layer: int = 0, keep_weights: bool = False) -> torch.Tensor:
+        # x: [B, T, C]; cos/sin: [B, 1, T, D]; allowed: [B, 1, T, S] (True where a query may see a key)
+        batch, length, _ = x.shape
+        q = self.q(x).view(batch, length, self.n_head, self.head_dim).transpose(1, 2)  # [B, H, T, D]
+        k = self.k(x).view(batch, length, self.n_kv_head, self.head_dim).transpose(1, 2)  # [B, K, T, D]
+        v = self.v(x).view(batch, length, self.n_kv_head, self.head_dim).transpose(1, 2)  # [B, K, T, D]
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.extend(layer, k, v)  # [B, K, S, D]
+        group = self.n_head // self.n_kv_head
+        k = k.repeat_interleave(group, dim=1)  # [B, H, S, D]: query head h reads key/value head h // group
+        v = v.repeat_interleave(group, dim=1)  # [B, H, S, D]
+        scores = (q @ k.transpose(-2, -1)) / self.head_dim**0.5  # [B, H, T, S]
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        weights = F.softmax(scores, dim=-1)  # [B, H, T, S]
+        self.last_weights = weights.detach() if keep_weights else None
+        y = (weights @ v).transpose(1, 2).reshape(batch, length, self.n_head * self.head_dim)  # [B, T, H·D]
+        return self.o(y)  # [B, T, C]
+
+
+class MLP(nn.Module):
+    """SwiGLU: down(silu(gate(x)) · up(x))."""
+
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.gate = nn.Linear(cfg.n_embd, cfg.ffn_dim, bias=False)  # C -> F
+        self.up = nn.Linear(cfg.n_embd, cfg.ffn_dim, bias=False)  # C -> F
+        self.down = nn.Linear(cfg.ffn_dim, cfg.n_embd, bias=False)  # F -> C
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: [B, T, C]
+        return self.down(F.silu(self.gate(x)) * self.up(x))  # [B, T, F] -> [B, T, C]
+
+
+class Block(nn.Module):
+    """x + attention(norm_1(x)), then + mlp(norm_2(·)): pre-norm residual."""
+
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.norm_1 = RMSNorm(cfg.n_embd, cfg.rms_eps)
+        self.attention = Attention(cfg)
+        self.norm_2 = RMSNorm(cfg.n_embd, cfg.rms_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, allowed: torch.Tensor,
+                cache: KVCache | None = None, layer: int = 0, keep_weights: bool = False) -> torch.Tensor:
+        # x: [B, T, C]
+        x = x + self.attention(self.norm_1(x), cos, sin, allowed, cache, layer, keep_weights)  # [B, T, C]
+        return x + self.mlp(self.norm_2(x))  # [B, T, C]
+
+
+def positions_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Each token's position among its row's real tokens (0 for padding before the first)."""
+    # attention_mask: [B, T] -> [B, T]
+    return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
+
+
+def allowed_keys(key_mask: torch.Tensor, n_new: int) -> torch.Tensor:
+    """Which key each of the last `n_new` queries may attend to: itself and earlier real tokens."""
+    # key_mask: [B, S], True on real tokens; the queries are the last n_new of the S keys
+    total = key_mask.shape[1]
+    query_index = torch.arange(total - n_new, total, device=key_mask.device)[:, None]  # [T, 1]
+    key_index = torch.arange(total, device=key_mask.device)[None, :]  # [1, S]
+    causal = key_index <= query_index  # [T, S]
+    itself = key_index == query_index  # [T, S]: a padding query sees itself, so no row is all -inf
+    return ((causal[None] & key_mask[:, None, :]) | itself[None])[:, None]  # [B, 1, T, S]
+
+
+class Llama(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.n_embd)  # V -> C
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.norm = RMSNorm(cfg.n_embd, cfg.rms_eps)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)  # C -> V
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed.weight  # one [V, C] matrix, counted once
+        self.inverse_frequencies: torch.Tensor
+        self.register_buffer("inverse_frequencies", rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta),
+                             persistent=False)  # [D/2]
+
+    @classmethod
+    def small(cls, seed: int = 0) -> Llama:
+        """A randomly initialised tiny model of the same architecture, for fast tests."""
+        cfg = LlamaConfig(vocab_size=300, n_layer=2, n_embd=64, n_head=4, n_kv_head=2, ffn_dim=160,
+                          rope_theta=10000.0, rms_eps=1e-5, context_length=256, tie_embeddings=True)
+        generator = torch.Generator().manual_seed(seed)
+        model = cls(cfg)
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if name.endswith("norm_1.weight") or name.endswith("norm_2.weight") or name == "norm.weight":
+                    parameter.copy_(1.0 + 0.1 * torch.randn(parameter.shape, generator=generator))
+                else:
+                    parameter.copy_(0.08 * torch.randn(parameter.shape, generator=generator))
+        return model
+
+    def _run(self, ids: torch.Tensor, key_mask: torch.Tensor, positions: torch.Tensor,
+             cache: KVCache | None = None, keep_attention_of: int | None = None) -> torch.Tensor:
+        # ids, positions: [B, T]; key_mask: [B, S] (the cache's tokens, then these T)
+        cos, sin = rope_cos_sin(positions, self.inverse_frequencies)  # each [B, 1, T, D]
+        allowed = allowed_keys(key_mask, ids.shape[1])  # [B, 1, T, S]
+        x = self.embed(ids)  # [B, T, C]
+        for layer, block in enumerate(self.blocks):
+            x = block(x, cos, sin, allowed, cache, layer, keep_weights=layer == keep_attention_of)  # [B, T, C]
+        return self.lm_head(self.norm(x))  # [B, T, V]
+
+    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None, keep_attention_of: int | None = None) -> torch.Tensor:
+        """Logits [B, T, V] for every position. `keep_attention_of=n` keeps block n's per-head attention
+        weights in `blocks[n].attention.last_weights` ([B, H, T, T])."""
+        # ids: [B, T]; attention_mask: [B, T] (1 real, 0 padding); positions: [B, T]
+        if attention_mask is None:
+            attention_mask = torch.ones_like(ids)
+        if positions is None:
+            positions = positions_from_mask(attention_mask)
+        return self._run(ids, attention_mask.bool(), positions, keep_attention_of=keep_attention_of)
+
+    @torch.no_grad()
+    def generate(self, ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, temperature: float,
+                 generator: torch.Generator, eos_id: int, top_k: int | None = None,
+                 pad_id: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample up to `max_new_tokens` after each (left- or right-padded) prompt, with a KV cache.
+
+        Temperature 0 is greedy (argmax); otherwise softmax(logits / temperature), over the `top_k`
+        likeliest tokens when given, drawn with `generator` (same seed, same sample). A row stops at its
+        first `eos_id`, which it keeps; after it the row holds `pad_id` (default `eos_id`) with mask 0.
+        Returns (new_ids [B, N], new_mask [B, N]), N ≤ max_new_tokens (it stops once every row has).
+        """
+        # ids, attention_mask: [B, T]
+        pad = eos_id if pad_id is None else pad_id
+        key_mask = attention_mask.bool()  # [B, T]
+        positions = positions_from_mask(attention_mask)  # [B, T]
+        next_position = attention_mask.long().sum(dim=-1, keepdim=True)  # [B, 1]: right after the last real token
+        # with right padding the last real token is not the last column: take each row's own last logits
+        last_real = torch.where(key_mask.any(dim=-1), key_mask.shape[1] - 1 - key_mask.flip(-1).long().argmax(-1),
+                                key_mask.shape[1] - 1)  # [B]
+        cache = KVCache(len(self.blocks))
+        logits = self._run(ids, key_mask, positions, cache)  # [B, T, V]
+        step_logits = logits[torch.arange(ids.shape[0], device=ids.device), last_real]  # [B, V]
+        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # [B]
+        new_ids: list[torch.Tensor] = []
+        new_mask: list[torch.Tensor] = []
+        for _ in range(max_new_tokens):
+            token = sample_next(step_logits, temperature, generator, top_k)  # [B]
+            token = torch.where(done, torch.full_like(token, pad), token)
+            new_ids.append(token)
+            new_mask.append((~done).long())
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+            key_mask = torch.cat((key_mask, torch.ones_like(key_mask[:, :1])), dim=1)  # [B, S + 1]
+            logits = self._run(token[:, None], key_mask, next_position, cache)  # [B, 1, V]
+            step_logits = logits[:, -1]  # [B, V]
+            next_position = next_position + 1
+        if not new_ids:
+            empty = ids.new_zeros((ids.shape[0], 0))
+            return empty, empty
+        return torch.stack(new_ids, dim=1), torch.stack(new_mask, dim=1)  # each [B, N]
+
+
+def sample_next(logits: torch.Tensor, temperature: float, generator: torch.Generator,
+                top_k: int | None = None) -> torch.Tensor:
+    """One token per row from logits [B, V]: argmax at temperature 0, else a seeded draw."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)  # [B]
+    scaled = logits.float() / temperature  # [B, V]
+    if top_k is not None:
+        kth = scaled.topk(top_k, dim=-1).values[:, -1:]  # [B, 1]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    probabilities = F.softmax(scaled, dim=-1)  # [B, V]
+    return torch.multinomial(probabilities, 1, generator=generator).squeeze(-1)  # [B]
