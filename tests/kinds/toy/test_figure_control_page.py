@@ -171,7 +171,7 @@ def test_the_control_fits_a_phone(make_context, step):
     assert fits[0] <= fits[1] and fits[2] <= fits[3] and fits[4] <= fits[5], fits
     assert page.evaluate(SMALL_TEXT, "#story-figure") == []
     box = page.locator("#figure-control input").first.bounding_box()
-    assert box["width"] >= 88 and box["height"] >= 24, box  # a thumb's target
+    assert box["width"] >= 44 and box["height"] >= 24, box  # a thumb's target (WCAG 2.5.8: 24 px at least)
 
 
 def test_without_script_apply_loads_the_new_value(make_context):
