@@ -1,0 +1,212 @@
+"""The real model's config and weights, read from its GGUF file (ggml's `gguf` reader), as our Llama's.
+
+GGUF stores each tensor as llama.cpp names it (`token_embd.weight`, `blk.3.attn_q.weight`, ...), most of
+them quantized (SmolLM2's file: Q4_1 matrices, a Q8_0 embedding, F32 norms). `state_dict_from_gguf`
+dequantizes every one to float32 with `gguf.quants.dequantize` and renames it to our module's name.
+
+The one change of values: llama.cpp's converter (convert_hf_to_gguf.py, `LlamaModel.permute`) reorders
+the rows of `attn_q` and `attn_k` within each head, for its interleaved RoPE (channel pairs (2i, 2i+1));
+our RoPE pairs (i, i + D/2), as HF's does. `unpermute_rows` undoes it exactly as transformers' GGUF
+loader does (`ReversePermuteAttnQ`/`ReversePermuteAttnK`, transformers/integrations/ggml.py and
+modeling_gguf_pytorch_utils.py): rows viewed as [heads, D/2, 2, C], the two middle axes swapped back.
+It only moves rows, so the round trip is exact (tests/kinds/smollm/test_gguf_weights.py).
+
+`load_checkpoint` converts once and keeps the float32 weights as a safetensors file named by the GGUF
+file's sha256, whose metadata records the full hash and the config; a later load reads that file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gguf import GGUFReader
+from gguf.quants import dequantize
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from app.kinds.smollm.engine.llama import Llama, LlamaConfig
+
+CACHE_PREFIX = "smollm2-135m"
+CACHE_FORMAT = "1"  # bump when the conversion changes, so old cache files are not read
+
+# llama.cpp's name inside block N -> ours inside blocks.N
+_BLOCK_NAMES = {
+    "attn_norm.weight": "norm_1.weight",
+    "attn_q.weight": "attention.q.weight",
+    "attn_k.weight": "attention.k.weight",
+    "attn_v.weight": "attention.v.weight",
+    "attn_output.weight": "attention.o.weight",
+    "ffn_norm.weight": "norm_2.weight",
+    "ffn_gate.weight": "mlp.gate.weight",
+    "ffn_up.weight": "mlp.up.weight",
+    "ffn_down.weight": "mlp.down.weight",
+}
+_TOP_NAMES = {"token_embd.weight": "embed.weight", "output_norm.weight": "norm.weight",
+              "output.weight": "lm_head.weight"}
+_BLOCK_PATTERN = re.compile(r"blk\.(\d+)\.(.+)")
+
+
+def field_value(reader: GGUFReader, key: str, default: Any = None) -> Any:
+    """One metadata value (a number, a string, a bool or a list of them), or `default` when absent."""
+    field = reader.fields.get(key)
+    if field is None:
+        return default
+    return field.contents()
+
+
+def config_from_gguf(reader: GGUFReader) -> LlamaConfig:
+    """Our config from the file's `llama.*` metadata (and the tensors: no `output.weight` means tied)."""
+    architecture = field_value(reader, "general.architecture")
+    if architecture != "llama":
+        raise ValueError(f"expected a llama GGUF file, got general.architecture = {architecture!r}")
+    if field_value(reader, "llama.rope.scaling.type") not in (None, "none"):
+        raise ValueError("RoPE scaling is not implemented (llama.rope.scaling.type is set)")
+    tokens = field_value(reader, "tokenizer.ggml.tokens", [])
+    n_embd = int(field_value(reader, "llama.embedding_length"))
+    n_head = int(field_value(reader, "llama.attention.head_count"))
+    cfg = LlamaConfig(
+        vocab_size=int(field_value(reader, "llama.vocab_size", len(tokens))),
+        n_layer=int(field_value(reader, "llama.block_count")),
+        n_embd=n_embd,
+        n_head=n_head,
+        n_kv_head=int(field_value(reader, "llama.attention.head_count_kv", n_head)),
+        ffn_dim=int(field_value(reader, "llama.feed_forward_length")),
+        rope_theta=float(field_value(reader, "llama.rope.freq_base", 10000.0)),
+        rms_eps=float(field_value(reader, "llama.attention.layer_norm_rms_epsilon")),
+        context_length=int(field_value(reader, "llama.context_length")),
+        tie_embeddings=all(t.name != "output.weight" for t in reader.tensors),
+    )
+    rope_dims = field_value(reader, "llama.rope.dimension_count", cfg.head_dim)
+    if int(rope_dims) != cfg.head_dim:
+        raise ValueError(f"partial RoPE ({rope_dims} of {cfg.head_dim} channels) is not implemented")
+    return cfg
+
+
+def permute_rows(weight: torch.Tensor, n_head: int) -> torch.Tensor:
+    """llama.cpp's converter's reorder of Q/K rows (the inverse of `unpermute_rows`), for tests."""
+    # weight: [n_head·D, C]; viewed [n_head, 2, D/2, C], axes 1 and 2 swapped
+    rows = weight.shape[0]
+    return weight.reshape(n_head, 2, rows // n_head // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+
+
+def unpermute_rows(weight: torch.Tensor, n_head: int) -> torch.Tensor:
+    """Undo llama.cpp's Q/K row reorder: transformers' reverse_permute (n_head = H for Q, K for K)."""
+    # weight: [n_head·D, C]; viewed [n_head, D/2, 2, C], axes 2 and 1 swapped back
+    rows = weight.shape[0]
+    return weight.reshape(n_head, rows // n_head // 2, 2, *weight.shape[1:]).swapaxes(2, 1).reshape(weight.shape)
+
+
+def our_name(gguf_name: str) -> str:
+    if gguf_name in _TOP_NAMES:
+        return _TOP_NAMES[gguf_name]
+    match = _BLOCK_PATTERN.fullmatch(gguf_name)
+    if match and match.group(2) in _BLOCK_NAMES:
+        return f"blocks.{match.group(1)}.{_BLOCK_NAMES[match.group(2)]}"
+    raise ValueError(f"unexpected tensor in the GGUF file: {gguf_name}")
+
+
+def state_dict_from_gguf(reader: GGUFReader) -> dict[str, torch.Tensor]:
+    """Every tensor, dequantized to float32 and named as our Llama's; Q and K un-permuted.
+    A tied file has no `lm_head.weight` (the model shares `embed.weight`)."""
+    cfg = config_from_gguf(reader)
+    state: dict[str, torch.Tensor] = {}
+    for tensor in reader.tensors:
+        values = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+        # GGUF's shape lists the fastest axis first; numpy's (and torch's [out, in]) is the reverse
+        values = values.reshape([int(n) for n in reversed(tensor.shape.tolist())])
+        weight = torch.from_numpy(values.copy())
+        name = our_name(tensor.name)
+        if name.endswith("attention.q.weight"):
+            weight = unpermute_rows(weight, cfg.n_head)
+        elif name.endswith("attention.k.weight"):
+            weight = unpermute_rows(weight, cfg.n_kv_head)
+        state[name] = weight.contiguous()
+    return state
+
+
+def model_from_state_dict(cfg: LlamaConfig, state: dict[str, torch.Tensor]) -> Llama:
+    """A Llama holding exactly these weights: every parameter named, nothing left over."""
+    model = Llama(cfg)  # (built on the meta device instead, the first use imports ~2 s of torch: not worth it)
+    expected = set(model.state_dict())
+    if cfg.tie_embeddings:
+        expected.discard("lm_head.weight")  # the same tensor as embed.weight
+    if set(state) != expected:
+        raise ValueError(f"weights do not match the model: missing {sorted(expected - set(state))[:5]}, "
+                         f"unexpected {sorted(set(state) - expected)[:5]}")
+    model.load_state_dict(state, strict=False)  # copies into the tied embedding / head once
+    model.eval()
+    return model
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def cache_path(cache_dir: Path, source_sha256: str) -> Path:
+    return Path(cache_dir) / f"{CACHE_PREFIX}-{source_sha256[:16]}.safetensors"
+
+
+def _read_cache(path: Path, source_sha256: str) -> tuple[LlamaConfig, dict[str, torch.Tensor]] | None:
+    """The cached weights, if the file is there and was converted from this very GGUF file."""
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+            if metadata.get("source_sha256") != source_sha256 or metadata.get("format") != CACHE_FORMAT:
+                return None
+            cfg = LlamaConfig(**json.loads(metadata["config"]))
+            state = {name: handle.get_tensor(name) for name in handle.keys()}
+    except (OSError, ValueError, KeyError, TypeError, SafetensorError):
+        return None  # a torn or foreign file: convert again
+    return cfg, state
+
+
+def _write_cache(path: Path, cfg: LlamaConfig, state: dict[str, torch.Tensor], source_sha256: str) -> None:
+    """Written beside, then renamed: a reader (another worker) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {"source_sha256": source_sha256, "format": CACHE_FORMAT, "config": json.dumps(asdict(cfg))}
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    os.close(handle)
+    try:
+        save_file(state, temporary, metadata=metadata)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def load_checkpoint(gguf_path: Path, cache_dir: Path, reader: GGUFReader | None = None) -> tuple[Llama, dict[str, Any]]:
+    """The model in the GGUF file, from the converted cache when it holds this file's weights.
+
+    meta: source_sha256 (of the GGUF file), cache_path, converted (True when this call converted and
+    wrote the cache), seconds (this call's time, hashing included)."""
+    started = time.perf_counter()
+    gguf_path, cache_dir = Path(gguf_path), Path(cache_dir)
+    source_sha256 = file_sha256(gguf_path)
+    path = cache_path(cache_dir, source_sha256)
+    cached = _read_cache(path, source_sha256)
+    converted = cached is None
+    if cached is None:
+        reader = reader if reader is not None else GGUFReader(gguf_path)
+        cfg, state = config_from_gguf(reader), state_dict_from_gguf(reader)
+        _write_cache(path, cfg, state, source_sha256)
+    else:
+        cfg, state = cached
+    model = model_from_state_dict(cfg, state)
+    meta = {"source_sha256": source_sha256, "cache_path": str(path), "converted": converted,
+            "seconds": time.perf_counter() - started}
+    return model, meta
