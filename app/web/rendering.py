@@ -46,7 +46,7 @@ def add_static_dir(prefix: str, directory: Path) -> None:
 
 
 # The request headers that choose between the full page and the fragment (wants_fragment), and which
-# fragment: HX-Target names the part a page route may answer alone (the toy's figure body).
+# fragment: HX-Target names the part a kind's page route may answer alone (a figure's body).
 VARY = "HX-Request, HX-History-Restore-Request, HX-Target"
 
 

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 CACHED_PREFIXES = ("/api/walkthroughs", "/api/processes", "/walkthroughs/", "/static/")
 CACHED_PATHS = frozenset({"/", "/docs", "/openapi.json"})
 # Pages link static files root-relative, so Host does not change a body. HX-Target picks a part of a
-# page (the toy's figure body, web/pages.py), so it keys the entry too (rendering.VARY).
+# page a kind's route may answer alone (a figure's body), so it keys the entry too (rendering.VARY).
 KEY_HEADERS = (b"hx-request", b"hx-history-restore-request", b"hx-target")
 
 
