@@ -484,6 +484,48 @@
     }, 120);
   });
 
+  // -- a part of the view swapped in place (a figure's control): the rest of its links follow ----
+  // The server answers a change at a figure with that figure alone and HX-Replace-Url, the page's
+  // new address. Every other link in the view that carried the page's state (the graph's nodes and
+  // ±, Overview, Compare, the paths panel) still holds the old value: clicking one would undo the
+  // change. Such a link (one whose query holds every key of the old address but the view's own,
+  // node, expanded and view, at the old value) gets the changed keys; a link that sets a value of
+  // its own (a preset, a case) is left as it is.
+  var VIEW_KEYS = { node: 1, expanded: 1, view: 1 };
+  var pageUrl = location.href;
+  function carried(link, before) {
+    var ok = true;
+    before.forEach(function (value, key) { if (!VIEW_KEYS[key] && link.searchParams.get(key) !== value) ok = false; });
+    return ok;
+  }
+  function followUrl(oldUrl, newUrl) {
+    var before = new URL(oldUrl, location.href), after = new URL(newUrl, location.href);
+    var changed = [];
+    before.searchParams.forEach(function (v, k) { if (!VIEW_KEYS[k] && after.searchParams.get(k) !== v) changed.push(k); });
+    after.searchParams.forEach(function (v, k) { if (!VIEW_KEYS[k] && before.searchParams.get(k) !== v && changed.indexOf(k) < 0) changed.push(k); });
+    if (!changed.length) return;
+    var view = document.getElementById("view") || document.body;
+    view.querySelectorAll("a[href], [data-href], [data-toggle-href]").forEach(function (el) {
+      ["href", "data-href", "data-toggle-href"].forEach(function (attr) {
+        var raw = el.getAttribute(attr);
+        if (!raw || raw.charAt(0) !== "/") return;
+        var link = new URL(raw, location.href);
+        if (link.pathname.split("/")[2] !== before.pathname.split("/")[2] || !carried(link, before.searchParams)) return;
+        changed.forEach(function (k) {
+          if (after.searchParams.has(k)) link.searchParams.set(k, after.searchParams.get(k)); else link.searchParams.delete(k);
+        });
+        el.setAttribute(attr, link.pathname + link.search + link.hash);
+      });
+    });
+  }
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var xhr = e.detail.xhr, target = e.detail.target;
+    var replaced = xhr && xhr.getResponseHeader("HX-Replace-Url");
+    if (replaced && target && target.id !== "view") followUrl(pageUrl, replaced);
+    pageUrl = replaced ? new URL(replaced, location.href).href : location.href;
+  });
+  window.addEventListener("popstate", function () { pageUrl = location.href; });
+
   document.addEventListener("htmx:beforeSwap", remember);
   document.addEventListener("htmx:afterSwap", function (e) { afterSwap(e.detail.target); scrollableFigures(); });
   reducedMotion.addEventListener && reducedMotion.addEventListener("change", function () { setupPanzoom(); });

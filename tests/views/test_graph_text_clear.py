@@ -16,7 +16,7 @@ from app.views.graph_layout import NODE_HEIGHT, DrawnEdge, edge_box_crossings
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WALKTHROUGHS = {name: load_snapshot(ROOT / "walkthroughs" / f"{name}.tensorviz.json")
                 for name in ("toy_grpo", "tiny_lm_grpo")}
-REWARDS = {"advantages": "rewards r = 0, 1, 1, 1, 0, 0, 1, 1"}   # the toy's note, as its screen words it
+REWARDS = {"advantages": "rewards r of the 8 completions"}   # the toy's note, as its screen words it
 TRACED_INPUT = {"input": (1, 3)}   # the toy file declares 1,3,224,224: a shape warning on the input
 
 

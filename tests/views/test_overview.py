@@ -110,8 +110,8 @@ def test_rewards_are_annotated_on_the_advantages_node(seed):
     note = screen.annotations["advantages"]
     rewards = [s["reward"] for s in screen.result.samples]
     assert rewards == [1, 0, 0, 1, 0, 1, 0, 0]
-    assert note.label == "rewards r = 1, 0, 0, 1, 0, 1, 0, 0"
-    assert "8 completions" in note.detail
+    assert note.label == "rewards r of the 8 completions"   # no values: the figure shows (and changes) them
+    assert "8 completions, r = 1, 0, 0, 1, 0, 1, 0, 0" in note.detail
     assert set(screen.annotations) == {"advantages"}   # a note, not a new node
     assert "rewards" not in {n.id for n in screen.graph.nodes}
 

@@ -106,6 +106,12 @@ def test_a_change_at_the_figure_swaps_it_in_place(make_context, step, size):
         expect(page.locator("#inspector .band-label").last).to_have_text("1+ε = 1.21")
     # Previous (every one of these steps has one) keeps the new value: the step links came out of band
     expect(page.locator("#prev-step")).to_have_attribute("href", re.compile(re.escape(sent)))
+    # the graph was not sent, but its links follow the page's new address (app.js followUrl): every
+    # node's link and ±, so a click on the graph keeps the change
+    stale = page.evaluate(f"""() => Array.from(document.querySelectorAll(
+        '.graph .node[data-href], .graph a.node-link, .graph a.toggle-link')).map(el =>
+        el.getAttribute('data-href') || el.getAttribute('href')).filter(u => !u.includes({sent!r}))""")
+    assert stale == [], stale[:3]
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -128,12 +134,19 @@ def test_dragging_sends_the_last_value_and_keeps_focus(make_context, size):
     assert abs(page.evaluate("() => window.scrollY") - y0) <= 2
     assert page.evaluate("() => document.activeElement.id") == "fc-clip_epsilon"
     expect(slider).to_have_value("0.3")
+    # a node clicked in the graph after the change opens with the new ε, not the page's first one
+    page.locator('.graph .node[data-node-id="ratio"]').first.focus()   # a node out of a phone's frame too
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.search.includes('node=ratio')")
+    wait_settled(page)
+    assert "clip_epsilon=0.3" in page.evaluate("() => location.search")
+    expect(page.locator("#figure-control-value")).to_have_text("ε = 0.3: band [0.7, 1.3]")
     # Next carries the new ε; Back comes to the changed figure, not the page as it was loaded
     page.locator("#next-step").click()
     expect(page).to_have_url(re.compile(r"/steps/reference\?clip_epsilon=0\.3$"))
     wait_settled(page)
     page.go_back()
-    expect(page).to_have_url(re.compile(r"/steps/clip\?clip_epsilon=0\.3$"))
+    expect(page).to_have_url(re.compile(r"/steps/clip\?node=ratio&clip_epsilon=0\.3$"))
     wait_settled(page)
     expect(page.locator("#figure-control-value")).to_have_text("ε = 0.3: band [0.7, 1.3]")
     expect(page.locator("#story-figure-body .band-label").last).to_have_text("1+ε = 1.3")

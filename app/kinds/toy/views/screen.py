@@ -101,15 +101,17 @@ class ToyScreen(Screen):
 
 def _annotations(result: StepResult | None) -> dict[str, GraphAnnotation]:
     """The rewards enter GRPO outside the traced model: name them beside the node that takes
-    them (advantages), so the graph shows where the advantages come from."""
+    them (advantages), so the graph shows where the advantages come from. The label names them
+    without their values: the step's figure shows those and can change them in place, where the
+    graph stays as it is (and a note of fixed text keeps the graph's layout, and so its camera)."""
     if result is None or result.kind != "grpo" or not result.samples or "advantages" not in result.nodes:
         return {}
     rewards = [s["reward"] for s in result.samples]
     shown = ", ".join(readout(r) for r in rewards[:8]) + (", …" if len(rewards) > 8 else "")
     return {"advantages": GraphAnnotation(
-        label=f"rewards r = {shown}",
-        detail=(f"The rewards of the {len(rewards)} completions "
-                f"({result.history.get('reward_rule', 'the reward rule')}) feed the advantages."))}
+        label=f"rewards r of the {len(rewards)} completions",
+        detail=(f"The rewards of the {len(rewards)} completions, r = {shown} "
+                f"({result.history.get('reward_rule', 'the reward rule')}), feed the advantages."))}
 
 
 def build_screen(snapshot: Snapshot, state: ViewState[ToyState], inputs: ToyInputs, form: ParamForm | None = None,
