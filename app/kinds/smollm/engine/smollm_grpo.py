@@ -1,0 +1,58 @@
+"""The token-level GRPO objective around the real model (SmolLM2-135M-Instruct, app/kinds/smollm/engine/llama.py),
+as one nn.Module: what the kind's graph is exported from and what its step is recorded on.
+
+The shared TokenGRPO (app/engine/grpo/token_objective.py), the same head as the tiny LM's, with three
+scorers of the Llama: `policy` (updated), frozen `old_policy` (the model that sampled the group) and
+`reference_policy` (the checkpoint). At a walkthrough's first step the old policy and the reference
+are both the checkpoint: they share its tensors (`share_weights`), so the three copies cost two
+models' memory (2 x 538 MB in float32), not three.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_objective import TokenGRPO, TokenLogProbs
+from app.kinds.smollm.engine.llama import Llama, LlamaConfig
+
+
+class ScoredLlama(Llama):
+    """The Llama with its completion scorer: ids (G, P + T) -> per-token log-probs (G, T). Its state dict
+    is Llama's (the scorer has no weights). Completions are right-padded after one shared prompt, so a
+    causal model's real positions never see the padding: no attention mask is needed to score them."""
+
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__(cfg)
+        self.token_logprobs = TokenLogProbs()
+
+    def forward(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:  # type: ignore[override]
+        return self.token_logprobs(super().forward(ids[:, :-1]), ids, prompt_length)
+
+
+class SmolLMGRPO(TokenGRPO):
+    """The objective over three scorers of one Llama configuration."""
+
+    def __init__(self, cfg: LlamaConfig, conventions: Conventions | None = None):
+        super().__init__(conventions or Conventions(), ScoredLlama(cfg), ScoredLlama(cfg), ScoredLlama(cfg))
+
+
+def share_weights(target: nn.Module, source: nn.Module) -> None:
+    """Make `target` read `source`'s parameter tensors (same structure; tied weights stay tied), as
+    frozen parameters of its own: two frozen copies of one checkpoint cost one, and `source` keeps
+    its own Parameters (and their requires_grad). `target` must then never be trained."""
+    frozen: dict[int, nn.Parameter] = {}
+    for name, param in source.named_parameters(remove_duplicate=False):
+        shared = frozen.setdefault(id(param), nn.Parameter(param.detach(), requires_grad=False))
+        owner_name, _, leaf = name.rpartition(".")
+        setattr(target.get_submodule(owner_name) if owner_name else target, leaf, shared)
+
+
+def build_smollm_grpo(model: Llama, conventions: Conventions, *, old: Llama | None = None) -> SmolLMGRPO:
+    """The objective with the policy a copy of `model` (trained), the reference `model`'s own tensors,
+    and the old policy `old`'s (default: the reference's). The callers' models are untouched."""
+    grpo = SmolLMGRPO(model.cfg, conventions).to(next(model.parameters()).dtype)
+    grpo.policy.load_state_dict(model.state_dict())
+    share_weights(grpo.reference_policy, model)
+    share_weights(grpo.old_policy, old if old is not None else model)
+    return grpo

@@ -1,0 +1,85 @@
+"""The real model's GRPO objective (app/kinds/smollm/engine/smollm_grpo.py) on a random small Llama of
+the same architecture: the shared token head's numbers (token_grpo_step's, to float64 rounding), its
+log-probs equal to a plain log-softmax of the Llama's logits, frozen old/reference copies that share the
+checkpoint's tensors without touching the caller's model."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F  # noqa: N812
+
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_step import token_grpo_step
+from app.kinds.smollm.engine.llama import Llama
+from app.kinds.smollm.engine.smollm_grpo import SmolLMGRPO, build_smollm_grpo, share_weights
+
+
+def group(cfg, g=5, prompt=7, longest=9, seed=0):
+    """One prompt, G right-padded completions of different lengths: ids (G, P + T), mask (G, T)."""
+    rng = torch.Generator().manual_seed(seed)
+    head = torch.randint(3, cfg.vocab_size, (prompt,), generator=rng)
+    lengths = [longest, 2, 5, longest - 1, 1][:g]
+    tails = torch.randint(3, cfg.vocab_size, (g, longest), generator=rng)
+    mask = torch.tensor([[1.0] * n + [0.0] * (longest - n) for n in lengths], dtype=torch.float64)
+    ids = torch.cat([head.expand(g, -1), tails * mask.long()], dim=1)
+    return ids, mask, prompt
+
+
+@pytest.fixture(scope="module")
+def base():
+    return Llama.small(seed=1).double()
+
+
+@pytest.mark.parametrize("conventions", [Conventions(), Conventions(preset="trl", beta=0.1),
+                                         Conventions(preset="verl", kl_placement="reward")],
+                         ids=["deepseekmath", "trl", "verl-kl-in-reward"])
+def test_the_module_is_token_grpo_step(base, conventions):
+    ids, mask, prompt = group(base.cfg)
+    grpo = build_smollm_grpo(base, conventions)
+    with torch.no_grad():  # the policy has moved since sampling: rho != 1
+        for p in grpo.policy.parameters():
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(2), dtype=p.dtype) * 0.02)
+    rewards = torch.tensor([1.0, 0.0, 2.0, 0.0, 1.0], dtype=torch.float64)
+    out = grpo(ids, mask, rewards, prompt)
+    step = token_grpo_step(out["logp"], out["logp_old"], out["logp_ref"], rewards, mask, conventions)
+    assert torch.allclose(out["loss"], step.loss, rtol=1e-13, atol=0)
+    assert torch.equal(out["clip_active"], step.clip_active)
+    assert not torch.allclose(out["ratio"][mask.bool()], torch.ones(int(mask.sum()), dtype=torch.float64))
+    # log pi of each completion token: a plain log-softmax of the model's logits, read at the next token
+    logits = base(ids)[:, prompt - 1:-1]
+    expected = F.log_softmax(logits, dim=-1).gather(-1, ids[:, prompt:].unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(out["logp_ref"], expected, rtol=0, atol=1e-12)
+
+
+def test_the_gradient_reaches_only_the_policy(base):
+    ids, mask, prompt = group(base.cfg)
+    grpo = build_smollm_grpo(base, Conventions(beta=0.04))
+    grpo(ids, mask, torch.tensor([1.0, 0.0, 2.0, 0.0, 1.0], dtype=torch.float64), prompt)["loss"].backward()
+    policy_grads = [p.grad for p in grpo.policy.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in policy_grads)
+    assert sum(float(g.abs().sum()) for g in policy_grads) > 0
+    assert all(p.grad is None and not p.requires_grad for m in (grpo.old_policy, grpo.reference_policy)
+               for p in m.parameters())
+
+
+def test_old_and_reference_share_the_checkpoint_and_leave_it_alone(base):
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    grpo = build_smollm_grpo(base, Conventions())
+    for name, p in base.named_parameters():
+        for copy in (grpo.old_policy, grpo.reference_policy):
+            assert copy.get_parameter(name).data_ptr() == p.data_ptr(), name   # no second copy in memory
+    assert grpo.reference_policy.lm_head.weight is grpo.reference_policy.embed.weight  # still tied
+    assert grpo.policy.embed.weight.data_ptr() != base.embed.weight.data_ptr()          # the policy is its own
+    with torch.no_grad():
+        for p in grpo.policy.parameters():
+            p.add_(1.0)
+    assert all(p.requires_grad for p in base.parameters())
+    assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())
+
+
+def test_share_weights_on_a_fresh_module():
+    source, target = Llama.small(seed=3), Llama.small(seed=4)
+    share_weights(target, source)
+    ids = torch.randint(0, source.cfg.vocab_size, (2, 6))
+    assert torch.equal(source(ids), target(ids))
+    assert isinstance(SmolLMGRPO(source.cfg), SmolLMGRPO)
