@@ -45,3 +45,25 @@ def test_a_missing_file_says_how_to_install_it(monkeypatch, tmp_path):
     with pytest.raises(FileNotFoundError, match="requirements-checkpoint.txt"):
         checkpoint.load(tmp_path)
     assert "--require-hashes" in checkpoint.INSTALL_HINT and "--no-deps" in checkpoint.INSTALL_HINT
+
+
+def test_a_cached_load_never_opens_the_gguf_metadata(tiny_path, monkeypatch, tmp_path):
+    monkeypatch.setenv("SMOLLM_GGUF", str(tiny_path))
+    first = checkpoint._load(tmp_path)
+    assert first.meta["converted"] and not first.meta["text_cached"]
+
+    def no_reader(path):
+        raise AssertionError("the GGUF file's metadata was parsed again")
+
+    monkeypatch.setattr(checkpoint, "GGUFReader", no_reader)
+    again = checkpoint._load(tmp_path)
+    assert not again.meta["converted"] and again.meta["text_cached"]
+    text = "<|im_start|>user\nhello the world 12<|im_end|>"
+    assert again.tokenizer.encode(text).ids == first.tokenizer.encode(text).ids
+    assert (again.chat_template, again.special_ids) == (first.chat_template, first.special_ids)
+    # a text cache from another file is not trusted
+    kept = next((tmp_path / "models").glob("*.text.json"))
+    kept.write_text(kept.read_text().replace(first.source_sha256, "0" * 64))
+    monkeypatch.undo()
+    monkeypatch.setenv("SMOLLM_GGUF", str(tiny_path))
+    assert not checkpoint._load(tmp_path).meta["text_cached"]
