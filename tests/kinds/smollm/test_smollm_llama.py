@@ -96,11 +96,16 @@ def test_cached_generation_is_greedy_decoding_without_the_cache(model, how):
     assert new_mask.shape == (3, 10) and bool(new_mask.all())
 
 
-def test_cached_generation_of_a_left_padded_batch_is_each_row_alone(model):
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_cached_generation_of_a_padded_batch_is_each_row_alone(model, side):
     short, long = ids_for(6, 1, 4), ids_for(7, 1, 8)
-    batch = torch.cat((torch.cat((torch.zeros(1, 4, dtype=torch.long), short), 1), long))
+    pad = torch.zeros(1, 4, dtype=torch.long)
+    batch = torch.cat((torch.cat((pad, short) if side == "left" else (short, pad), 1), long))
     mask = torch.ones_like(batch)
-    mask[0, :4] = 0
+    if side == "left":
+        mask[0, :4] = 0
+    else:
+        mask[0, 4:] = 0
     new_ids, _ = model.generate(batch, mask, 10, 0.0, torch.Generator(), eos_id=-1)
     assert torch.equal(new_ids[0], greedy_without_cache(model, short, 10)[0])
     assert torch.equal(new_ids[1], greedy_without_cache(model, long, 10)[0])
