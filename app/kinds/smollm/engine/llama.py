@@ -112,6 +112,16 @@ class KVCache:
         return k, v
 
 
+class RotaryEmbedding(nn.Module):
+    """RoPE: each query and key turned by its position's angles (no weights). A module of its own so
+    the graph shows it as one node between q, k and the attention scores."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # q: [B, H, T, D], k: [B, K, T, D]; cos/sin: [B, 1, T, D]
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+
+
 class Attention(nn.Module):
     """Causal grouped-query self-attention: H query heads share K key/value heads (H / K each)."""
 
@@ -122,6 +132,7 @@ class Attention(nn.Module):
         self.k = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=False)  # C -> K·D
         self.v = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=False)  # C -> K·D
         self.o = nn.Linear(cfg.n_head * cfg.head_dim, cfg.n_embd, bias=False)  # H·D -> C
+        self.rope = RotaryEmbedding()
         self.last_weights: torch.Tensor | None = None  # [B, H, T, S], kept when asked for
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, allowed: torch.Tensor,
@@ -131,17 +142,19 @@ class Attention(nn.Module):
         q = self.q(x).view(batch, length, self.n_head, self.head_dim).transpose(1, 2)  # [B, H, T, D]
         k = self.k(x).view(batch, length, self.n_kv_head, self.head_dim).transpose(1, 2)  # [B, K, T, D]
         v = self.v(x).view(batch, length, self.n_kv_head, self.head_dim).transpose(1, 2)  # [B, K, T, D]
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = self.rope(q, k, cos, sin)
         if cache is not None:
             k, v = cache.extend(layer, k, v)  # [B, K, S, D]
         group = self.n_head // self.n_kv_head
         k = k.repeat_interleave(group, dim=1)  # [B, H, S, D]: query head h reads key/value head h // group
         v = v.repeat_interleave(group, dim=1)  # [B, H, S, D]
-        scores = (q @ k.transpose(-2, -1)) / self.head_dim**0.5  # [B, H, T, S]
+        # torch.matmul and torch.mul, not `@` and `*`: the tracer records public torch functions, so the
+        # scores and the weighted sum are nodes of the graph a reader can select
+        scores = torch.matmul(q, k.transpose(-2, -1)) / self.head_dim**0.5  # [B, H, T, S]
         scores = scores.masked_fill(~allowed, float("-inf"))
         weights = F.softmax(scores, dim=-1)  # [B, H, T, S]
         self.last_weights = weights.detach() if keep_weights else None
-        y = (weights @ v).transpose(1, 2).reshape(batch, length, self.n_head * self.head_dim)  # [B, T, H·D]
+        y = torch.matmul(weights, v).transpose(1, 2).reshape(batch, length, self.n_head * self.head_dim)  # [B, T, H·D]
         return self.o(y)  # [B, T, C]
 
 
@@ -156,7 +169,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: [B, T, C]
-        return self.down(F.silu(self.gate(x)) * self.up(x))  # [B, T, F] -> [B, T, C]
+        return self.down(torch.mul(F.silu(self.gate(x)), self.up(x)))  # [B, T, F] -> [B, T, C]
 
 
 class Block(nn.Module):
@@ -172,8 +185,9 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, allowed: torch.Tensor,
                 cache: KVCache | None = None, layer: int = 0, keep_weights: bool = False) -> torch.Tensor:
         # x: [B, T, C]
-        x = x + self.attention(self.norm_1(x), cos, sin, allowed, cache, layer, keep_weights)  # [B, T, C]
-        return x + self.mlp(self.norm_2(x))  # [B, T, C]
+        # torch.add, not `+`: each residual add is a node of the graph (the residual stream's "+")
+        x = torch.add(x, self.attention(self.norm_1(x), cos, sin, allowed, cache, layer, keep_weights))  # [B, T, C]
+        return torch.add(x, self.mlp(self.norm_2(x)))  # [B, T, C]
 
 
 def positions_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -297,3 +311,10 @@ def sample_next(logits: torch.Tensor, temperature: float, generator: torch.Gener
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
     probabilities = F.softmax(scaled, dim=-1)  # [B, V]
     return torch.multinomial(probabilities, 1, generator=generator).squeeze(-1)  # [B]
+
+
+# SmolLM2-135M-Instruct's configuration as its GGUF's metadata states it (gguf_weights.config_from_gguf
+# reads the same values; a slower-tier test holds them equal): what the graph is traced on without the file.
+SMOLLM2_135M = LlamaConfig(vocab_size=49152, n_layer=30, n_embd=576, n_head=9, n_kv_head=3, ffn_dim=1536,
+                           rope_theta=100000.0, rms_eps=9.999999747378752e-06, context_length=8192,
+                           tie_embeddings=True)
