@@ -7,6 +7,7 @@ from bs4 import BeautifulSoup
 from lm_fakes import BASE, GROWN, fake_result, with_final
 
 from app.domain.training_paths import PATH_IDS
+from app.house import registry
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.views.dr_grpo_view import SAME, build_dr_grpo_view, dr_grpo_sentence
 from app.kinds.tiny_lm.views.habits_view import build_showcase, build_start_habits
@@ -14,7 +15,7 @@ from app.kinds.tiny_lm.views.length_view import along_path, build_length_view
 from app.kinds.tiny_lm.views.lm_path_panel import build_path_panel
 from app.kinds.tiny_lm.views.overlay_view import OVERLAY_METRICS, build_overlay
 from app.stores.jobs import JobRecord
-from app.web.rendering import templates
+from app.web.rendering import add_template_dirs, templates
 
 FELL = {**BASE, "accuracy": 0.20, "mean_length": 11.0, "mean_length_correct": 9.0, "stepwise_share": 0.05}
 
@@ -167,6 +168,9 @@ def test_the_dr_grpo_view_overlays_both_runs_or_waits_for_its_own():
 # -- the overlay ---------------------------------------------------------------------------------
 
 def render(panel) -> BeautifulSoup:
+    # the kinds' template folders join the shared environment when an app is built; this module
+    # builds none, so it adds them itself (run alone it found no tiny_lm/ template)
+    add_template_dirs([k.templates for k in registry().kinds if k.templates])
     html = templates.env.get_template("tiny_lm/lm_path_panel.html").render(path_panel=panel, seed=3)
     return BeautifulSoup(html, "html.parser")
 
