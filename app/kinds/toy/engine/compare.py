@@ -10,11 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from app.engine.grpo.head import DTYPE
 from app.engine.grpo.params import Conventions
 from app.engine.runtime.compute import cached_computation
-from app.kinds.toy.engine.grpo_step import record_grpo_step, replay, step_result
-from app.kinds.toy.engine.model import ToyConfig, ToyGRPO
+from app.kinds.toy.engine.grpo_step import record_grpo_step, replay, shown_model, step_result, with_conventions
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
 
@@ -63,13 +61,14 @@ def grad_change(grad_a, grad_b) -> GradChange | None:
 
 @cached_computation(maxsize=256, weight=lambda c: 2 + c.a.params.group_size // 32)
 def compare_step(params: GRPOParams, conventions_b: Conventions, device: str = "cpu") -> Comparison:
-    # One replay serves both sides: A is recorded on it, then B on a copy with B's conventions.
-    model_a, prompt, x, actions, rewards = replay(params, device)
-    model_b = ToyGRPO(ToyConfig(conventions=conventions_b)).to(dtype=DTYPE).to(device)
-    for name in ("policy", "old_policy", "reference_policy"):
-        getattr(model_b, name).load_state_dict(getattr(model_a, name).state_dict())
+    # One replay serves both sides: A is recorded on it (as the step page shows it, with its
+    # step_clip_epsilon / step_beta), then B on a copy with B's conventions.
+    model, prompt, x, actions, rewards = replay(params, device)
+    model_a = shown_model(params, model)
+    model_b = with_conventions(model, conventions_b)
     a = step_result(params, device, prompt, record_grpo_step(model_a, x, actions, rewards))
-    params_b = GRPOParams(**{**params.model_dump(), **conventions_b.model_dump()})
+    params_b = GRPOParams(**{**params.model_dump(), **conventions_b.model_dump(),
+                             "step_clip_epsilon": None, "step_beta": None})
     b = step_result(params_b, device, prompt, record_grpo_step(model_b, x, actions, rewards),
                     compared_on="side A's model state, group and rewards")
     changes = {node_id: grad_change(a.nodes[node_id].grad, b.nodes[node_id].grad) for node_id in a.nodes}

@@ -17,6 +17,7 @@ import torch
 
 from app.engine.grpo.gradient_parts import gradient_parts
 from app.engine.grpo.head import DTYPE
+from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_step import NO_SAMPLING_LOGPS
 from app.engine.runtime.compute import cached_computation
 from app.engine.runtime.recorder import as_python, capture, node_record, parameter_grads
@@ -75,7 +76,8 @@ def _record(model: ToyGRPO, x, actions, rewards) -> tuple[dict, dict[str, torch.
 
 def replay(params: GRPOParams, device: str = "cpu"):
     """The model, prompt, group and rewards just before the shown update (Algorithm 1's history
-    under the request's conventions). Deterministic in (params, device)."""
+    under the request's conventions; step_clip_epsilon and step_beta play no part in it: see
+    shown_model). Deterministic in (params, device)."""
     cfg = ToyConfig(conventions=params.conventions())
     prompt = TOY_PROMPTS[params.prompt]
     gen = torch.Generator().manual_seed(params.seed)
@@ -103,12 +105,30 @@ def replay(params: GRPOParams, device: str = "cpu"):
     return model, prompt, x, actions, rewards
 
 
+def with_conventions(model: ToyGRPO, conventions: Conventions) -> ToyGRPO:
+    """A ToyGRPO with `conventions` holding `model`'s exact policy, old policy and reference (copies of
+    their state dicts): the same group re-scored under other conventions."""
+    param = next(model.policy.parameters())
+    other = ToyGRPO(ToyConfig(conventions=conventions)).to(dtype=param.dtype).to(param.device)
+    for name in ("policy", "old_policy", "reference_policy"):
+        getattr(other, name).load_state_dict(getattr(model, name).state_dict())
+    return other
+
+
+def shown_model(params: GRPOParams, model: ToyGRPO) -> ToyGRPO:
+    """The replayed model as the shown update scores it: with step_clip_epsilon / step_beta (the figure's
+    controls) in place of the history's ε and β, so the group, π_old, π_ref and every ratio stay the
+    history's and only the shown update's objective changes. `model` itself without either."""
+    shown = params.shown_conventions()
+    return model if shown == model.cfg.conventions else with_conventions(model, shown)
+
+
 # One unit ~ a G=8 result (~32 KB as Python lists); G=4096 weighs 65 units (~4.5 MB).
 @cached_computation(maxsize=512, weight=lambda r: 1 + r.params.group_size // 64)
 def run_grpo_step(params: GRPOParams, device: str = "cpu") -> StepResult:
     """Deterministic for (params, device): safe to cache, safe to call from many threads."""
     model, prompt, x, actions, rewards = replay(params, device)
-    return step_result(params, device, prompt, record_grpo_step(model, x, actions, rewards))
+    return step_result(params, device, prompt, record_grpo_step(shown_model(params, model), x, actions, rewards))
 
 
 def step_result(params: GRPOParams, device: str, prompt, recorded: RecordedStep, **extra_history) -> StepResult:
@@ -127,7 +147,7 @@ def step_result(params: GRPOParams, device: str, prompt, recorded: RecordedStep,
     if params.is_correction != "none":  # the toy samples from pi_old itself: no rollout engine to correct for
         history["is_correction"] = NO_SAMPLING_LOGPS.format(mode=params.is_correction)
     return StepResult(params, device, prompt, recorded.samples, recorded.objective, recorded.loss,
-                      recorded.nodes, recorded.parameter_grads, history)
+                      recorded.nodes, recorded.parameter_grads, history, shown_conventions=recorded.conventions)
 
 
 CISPO_RATIO = ("cispo: the capped ratio min(rho, eps_high) is a constant weight (stop-gradient), so no gradient "
@@ -181,4 +201,4 @@ def record_grpo_step(model: ToyGRPO, x, actions, rewards) -> RecordedStep:
     samples = [dict(zip(as_lists, row, strict=True)) for row in zip(*as_lists.values(), strict=True)]
     # + 0.0 turns an IEEE −0.0 (the loss of an all-zero-advantage group) into 0.0 for display.
     return RecordedStep(samples, float(result["objective"].detach()) + 0.0, float(result["loss"].detach()) + 0.0,
-                        nodes, parameter_grads(model.policy))
+                        nodes, parameter_grads(model.policy), c)

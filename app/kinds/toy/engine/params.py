@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from app.engine.grpo.params import Conventions
+from app.engine.grpo.presets import PRESETS
 from app.kinds.toy.domain.toy_task import TOY_PROMPTS
 
 MAX_GROUP_SIZE = 4096
@@ -20,6 +21,8 @@ MAX_ABS_REWARD = 1e6
 # rewards that differ in the group, rho != 1 with clip-active samples, D > 0.
 DEFAULT_SEED = 10
 DEFAULT_GROUP_SIZE = 8
+# The shown update's own ε and β (set by the figure's controls), and the history's field each stands in for.
+STEP_OVERRIDES = {"step_clip_epsilon": "clip_epsilon", "step_beta": "beta"}
 
 
 class GRPOParams(Conventions):
@@ -43,6 +46,14 @@ class GRPOParams(Conventions):
     prompt: Annotated[int, Field(ge=0, lt=len(TOY_PROMPTS), description="Which toy prompt the group answers.")] = 0
     rewards: Annotated[tuple[float, ...] | None, Field(
         description="Override of the current group's rewards: G comma-separated numbers.")] = None
+    # The figure's controls (views/figure_control.py) set these, so that moving ε or β moves the clip
+    # band or the KL part across the SAME group and ratios: the replayed history keeps the base values.
+    step_clip_epsilon: Annotated[float | None, Field(gt=0, lt=1, allow_inf_nan=False,
+        description="ε of the shown update only: the earlier updates keep clip_epsilon. The band's top "
+                    "follows it unless clip_epsilon_high is set (by the URL or the preset). "
+                    "Absent: clip_epsilon.")] = None
+    step_beta: Annotated[float | None, Field(ge=0, le=10, allow_inf_nan=False,
+        description="β of the shown update only: the earlier updates keep beta. Absent: beta.")] = None
 
     @field_validator("inner_step")
     @classmethod
@@ -51,6 +62,30 @@ class GRPOParams(Conventions):
         if steps is not None and value >= steps:
             raise ValueError(f"must be < inner_steps ({steps}), got {value}")
         return value
+
+    @field_validator("step_clip_epsilon", "step_beta")
+    @classmethod
+    def _no_override_when_equal(cls, value, info):
+        # The shown update's value equal to the history's is no override: one canonical URL, one cache entry.
+        base = info.data.get(STEP_OVERRIDES[str(info.field_name)])
+        return None if value is not None and value == base else value
+
+    def high_follows(self) -> bool:
+        """The band's top follows ε: the URL does not set ε_high and the preset names none (DAPO's 0.28 does)."""
+        return "clip_epsilon_high" not in self.url_overrides() and "clip_epsilon_high" not in PRESETS[self.preset]
+
+    def shown_conventions(self) -> Conventions:
+        """The conventions of the shown update: the history's, with step_clip_epsilon (and ε_high when it
+        follows ε) and step_beta in place of theirs."""
+        c = self.conventions()
+        update: dict[str, float] = {}
+        if self.step_clip_epsilon is not None:
+            update["clip_epsilon"] = self.step_clip_epsilon
+            if self.high_follows():
+                update["clip_epsilon_high"] = self.step_clip_epsilon
+        if self.step_beta is not None:
+            update["beta"] = self.step_beta
+        return c.model_copy(update=update) if update else c
 
     @field_validator("rewards", mode="before")
     @classmethod

@@ -179,6 +179,16 @@ class SamplingStageHistory(StageHistory):
     reward_rule: str = Field(description="The filter's reward components, joined by \" + \".")
 
 
+class ShownUpdate(Body):
+    """The ε, ε_high and β the shown update's objective used: `params`' clip_epsilon and beta, or
+    step_clip_epsilon and step_beta where the request sets them (the earlier updates keep the former)."""
+
+    clip_epsilon: float = Field(description="ε_low of the shown update.")
+    clip_epsilon_high: float = Field(description="ε_high of the shown update (follows step_clip_epsilon "
+                                                 "unless clip_epsilon_high is set).")
+    beta: float = Field(description="β of the shown update.")
+
+
 class TensorsBody(Body):
     """Every number of one GRPO step (or of a training path's stage step), computed by PyTorch."""
 
@@ -191,6 +201,8 @@ class TensorsBody(Body):
     device: str = Field(description="The torch device that computed it, e.g. cpu or cuda.")
     params: StepParams = Field(description="The parameters of the step, after validation and defaults "
                                            "(a stage's own G, ε, β with `process`).")
+    shown_update: ShownUpdate = Field(description="The ε, ε_high and β the shown update used (the band and "
+                                                  "the KL weight the numbers are computed with).")
     prompt: PromptInfo
     history: StepHistory | GRPOStageHistory | SFTStageHistory | SamplingStageHistory = Field(
         description="How the policy got here: the walkthrough's iterations, or the training path's stage.")
@@ -228,6 +240,8 @@ def tensors_payload(walkthrough_id: str, snapshot: Snapshot, result: StepResult,
         "kind": result.kind,
         "device": result.device,
         "params": result.params.model_dump(),
+        "shown_update": {name: getattr(result.conventions, name)
+                         for name in ("clip_epsilon", "clip_epsilon_high", "beta")},
         "prompt": {"index": result.params.prompt, "features": list(result.prompt.features),
                    "correct_choice": result.prompt.correct},
         "history": result.history,
