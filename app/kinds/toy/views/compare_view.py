@@ -176,7 +176,7 @@ def _side(letter: str, result: StepResult, c: Conventions, words: str) -> Side:
 
 
 def _words(params: GRPOParams, conventions_b: Conventions) -> tuple[str, str]:
-    a = params.conventions()
+    a = params.shown_conventions()  # with the figure's step_clip_epsilon / step_beta, as side A records it
     extra = [f"rewards overridden to {query_value('rewards', params.rewards)}"] if params.rewards else []
     a_words = (f"A is the step as this page sets it: {PRESET_TITLES[a.preset]} conventions "
                f"(preset {a.preset}){_with(_overrides(a), extra)}.")
@@ -252,15 +252,17 @@ def build_compare_view(screen: ToyScreen, request: CompareRequest, inputs: ToyIn
     comparison = inputs.comparison
     assert comparison is not None, "the page obtains side B whenever Compare mode is on"
     a_words, b_words = _words(state.own.params, b)
-    swapped = GRPOParams(**{**state.own.params.model_dump(), **b.model_dump()})
+    a = state.own.params.shown_conventions()  # side A as the step page shows it (compare.compare_step)
+    swapped = GRPOParams(**{**state.own.params.model_dump(), **b.model_dump(), "step_clip_epsilon": None,
+                            "step_beta": None})
     return replace(
-        base, a=_side("A", comparison.a, state.own.params.conventions(), a_words),
-        b=_side("B", comparison.b, b, b_words), a_beta=state.own.params.beta, b_beta=b.beta,
-        conventions=_convention_rows(state.own.params.conventions(), b),
+        base, a=_side("A", comparison.a, a, a_words),
+        b=_side("B", comparison.b, b, b_words), a_beta=a.beta, b_beta=b.beta,
+        conventions=_convention_rows(a, b),
         samples=_samples(comparison), sample_count=len(comparison.a.samples),
         grads=_grad_rows(screen, comparison), marks=grad_marks(screen.graph, comparison.grad_change),
         node=_node(screen, comparison),
-        swap_url=screen.url(state.with_own(compare=state.own.params.conventions(), params=swapped)),
+        swap_url=screen.url(state.with_own(compare=a, params=swapped)),
         api_url=urls.compare(state.walkthrough_id, {"step": state.step_id, **params_query(state.own.params),
                                                     **conventions_query(b)}),
         b_preset_links=tuple((p, screen.url(state.with_own(compare=Conventions(preset=p)))

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from app.engine.grpo.params import CONVENTION_FIELDS, OFF, OPTIONAL_NUMBERS
 from app.engine.grpo.presets import DEFAULT_PRESET, PRESET_TITLES
 from app.kinds.toy.engine.model import ToyConfig
-from app.kinds.toy.engine.params import MAX_ABS_REWARD, GRPOParams
+from app.kinds.toy.engine.params import MAX_ABS_REWARD, STEP_OVERRIDES, GRPOParams
 from app.kinds.toy.engine.processes import GROUP_SIZE
 from app.views import numbers
 from app.views.param_fields import FieldSpec, field_range
@@ -78,7 +78,31 @@ CONVENTION_SPECS = (
 )
 ALWAYS_SHOWN = 3  # preset, ε, β: the rest of CONVENTION_SPECS folds away
 FIELDS = SAMPLING_SPECS + CONVENTION_SPECS
-assert sorted(f.name for f in FIELDS) == sorted(FORM_FIELDS), "the form must show every parameter once"
+# The shown update's ε and β are the figure's (views/figure_control.py): the form carries them hidden,
+# beside the history's field they stand in for, with a note that says so (StepOverride).
+assert sorted(f.name for f in FIELDS) == sorted(set(FORM_FIELDS) - set(STEP_OVERRIDES)), \
+    "the form must show every parameter once"
+BESIDE = {base: name for name, base in STEP_OVERRIDES.items()}  # "clip_epsilon" -> "step_clip_epsilon"
+SYMBOLS = {"clip_epsilon": "ε", "beta": "β"}
+
+
+@dataclass(frozen=True)
+class StepOverride:
+    """Beside the form's clip ε (β) field: the figure's value for the shown update, kept as a hidden input
+    when set, and a note saying the field sets the earlier updates only. Always drawn (empty when unset),
+    so a change at the figure can replace it out of band (toy/figure_fragment.html)."""
+    base: str        # the form's field it sits beside
+    name: str        # the parameter it carries
+    value: str       # "" when the shown update uses the field's value
+    note: str
+
+
+def step_override(base: str, values: dict[str, str]) -> StepOverride:
+    name = BESIDE[base]
+    value = values.get(name, "")
+    note = (f"The figure sets {SYMBOLS[base]} = {value} for the shown update only; this field sets the earlier "
+            "updates (the history that samples the group)." if value else "")
+    return StepOverride(base, name, value, note)
 
 _STAGE = ToyConfig()
 # A process stage runs with its own settings; the form says which.
@@ -121,6 +145,10 @@ class ParamForm:
     sampling = SAMPLING_SPECS
     conventions = CONVENTION_SPECS[:ALWAYS_SHOWN]
     more_conventions = CONVENTION_SPECS[ALWAYS_SHOWN:]
+
+    def step_override(self, base: str) -> StepOverride | None:
+        """The figure's override beside field `base` (clip_epsilon, beta); None beside any other."""
+        return step_override(base, self.values) if base in BESIDE else None
 
     @property
     def more_open(self) -> bool:

@@ -69,8 +69,8 @@ def _charts(node_id: str, record: NodeRecord | None, result: StepResult | None,
         charts["advantage_chart"] = advantage_bars([s["advantage"] for s in samples], [s["reward"] for s in samples],
                                                    None, labels)
     if result.kind == "grpo" and (node_id in CLIP_NODES or step_id == "clip"):
-        charts["clip_chart"] = clip_plot(result.params.clip_epsilon, result.samples, labels,
-                                         epsilon_high=result.params.clip_epsilon_high)
+        charts["clip_chart"] = clip_plot(result.conventions.clip_epsilon, result.samples, labels,
+                                         epsilon_high=result.conventions.clip_epsilon_high)
     return charts
 
 
@@ -96,7 +96,7 @@ def _meaning(snapshot: Snapshot, node_id: str, result: StepResult | None) -> Nod
     """Under a GRPO run, the formulas of the run's conventions and the loss's aggregation note."""
     if result is None or result.kind != "grpo":
         return node_meaning(snapshot, node_id)
-    return node_meaning(snapshot, node_id, result.params.conventions(), len(result.samples))
+    return node_meaning(snapshot, node_id, result.conventions, len(result.samples))
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ def filled_formula(snapshot: Snapshot, node_id: str, result: StepResult, i: int)
     record = result.nodes.get(node_id)
     if entry is None or entry.filled is None or (record is not None and record.inactive_reason):
         return None
-    c = result.params.conventions()
+    c = result.conventions
     values = {key: _recorded(result, i, key) for key in ct.needs(entry.filled, c)}
     present = {key: value for key, value in values.items() if value is not None}
     if len(present) != len(values):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.views.figure_control import shown_update_words
 from app.kinds.toy.views.meaning import choice_label
 from app.views import convention_text as ct
 from app.views.numbers import param, readout
@@ -166,7 +167,7 @@ def build_sample_table(result: StepResult | None, upto: str | None = None) -> Sa
     `upto`: a toy step id; only the columns the story has introduced by then show."""
     if result is None or result.kind != "grpo":
         return None
-    c = result.params.conventions()
+    c = result.conventions
     cols = revealed(columns(c), upto)
     rewards = [float(s["reward"]) for s in result.samples] or [0.0]
     keys = {col.key for col in cols}
@@ -181,5 +182,6 @@ def build_sample_table(result: StepResult | None, upto: str | None = None) -> Sa
     text = caption(c) if has_clip else ("One row per answer of the group. Point at or focus a row to find it "
                                          "in the chart.")
     folded = frozenset(k for k in keys if upto in PHONE_COLUMNS and k not in PHONE_COLUMNS[upto])
-    return SampleTable(cols, rows, len(result.samples), text, ct.conventions_line(result.params),
+    line = " ".join(p for p in (ct.conventions_line(result.params), shown_update_words(result.params)) if p)
+    return SampleTable(cols, rows, len(result.samples), text, line,
                        ct.in_force(c, len(result.samples)), folded)

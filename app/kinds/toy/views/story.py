@@ -112,8 +112,8 @@ def build_story_figure(result: StepResult | None, step_id: str) -> StoryFigure |
     rewards = [float(s["reward"]) for s in result.samples]
     advantages = advantage_bars([s["advantage"] for s in result.samples], rewards, None, labels,
                                 width=STORY_CHART_WIDTH) if stage == 1 else None
-    clip = clip_plot(result.params.clip_epsilon, result.samples, labels, width=STORY_CHART_WIDTH,
-                     epsilon_high=result.params.clip_epsilon_high) if stage == 2 else None
+    clip = clip_plot(result.conventions.clip_epsilon, result.samples, labels, width=STORY_CHART_WIDTH,
+                     epsilon_high=result.conventions.clip_epsilon_high) if stage == 2 else None
     paid = _choice_rewards(result)
     rule = str(result.history.get("reward_rule", ""))
     parts = tuple(rule.split(" + "))

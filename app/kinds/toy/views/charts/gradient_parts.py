@@ -14,7 +14,7 @@ def toy_parts_chart(result: StepResult) -> PartsChart | None:
     samples = result.samples
     if not samples or "grad_kl" not in samples[0]:
         return None
-    c = result.params.conventions()
+    c = result.conventions
     rows = tuple(
         PartRow(f"{i}: {choice_label(result.prompt, s['action'])}" + (" ✂" if s.get("clip_active") else ""),
                 s["grad_surrogate"], s["grad_kl"], s["grad_logp"], bool(s.get("clip_active")), str(i))
