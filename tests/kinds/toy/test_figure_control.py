@@ -148,6 +148,17 @@ def test_the_form_keeps_setting_the_history(client):
     assert column(history, "ratio") != column(default, "ratio")
 
 
+def test_a_refused_override_is_named_beside_the_field(client):
+    """step_clip_epsilon out of range (a URL typed by hand): the 422 form names it beside clip ε and does not
+    carry it, so Recompute drops it."""
+    r = client.get(f"{STEP}clip?step_clip_epsilon=2")
+    assert r.status_code == 422
+    beside = BeautifulSoup(r.text, "html.parser").select_one("#step-override-clip_epsilon")
+    assert beside.select_one("input") is None
+    assert beside.select_one("#e-step_clip_epsilon[role=alert]").get_text().startswith(
+        "step_clip_epsilon = 2 (the figure's ε for the shown update) was refused: ")
+
+
 def test_eps_high_set_apart_stays_while_eps_moves(client):
     """A band top the URL (or DAPO's preset) sets stays: the control's form carries it as a hidden input."""
     page = BeautifulSoup(client.get(f"{STEP}clip?clip_epsilon_high=0.28").text, "html.parser")

@@ -93,13 +93,17 @@ class StepOverride:
     so a change at the figure can replace it out of band (toy/figure_fragment.html)."""
     base: str        # the form's field it sits beside
     name: str        # the parameter it carries
-    value: str       # "" when the shown update uses the field's value
+    value: str       # "" when the shown update uses the field's value, or when it was refused
     note: str
+    error: str = ""  # a refused value: named here, and not carried (Recompute drops it)
 
 
-def step_override(base: str, values: dict[str, str]) -> StepOverride:
+def step_override(base: str, values: dict[str, str], errors: dict[str, str]) -> StepOverride:
     name = BESIDE[base]
     value = values.get(name, "")
+    if name in errors:
+        return StepOverride(base, name, "", "", f"{name} = {value} (the figure's {SYMBOLS[base]} for the shown "
+                            f"update) was refused: {errors[name]}. Recompute drops it.")
     note = (f"The figure sets {SYMBOLS[base]} = {value} for the shown update only; this field sets the earlier "
             "updates (the history that samples the group)." if value else "")
     return StepOverride(base, name, value, note)
@@ -148,7 +152,7 @@ class ParamForm:
 
     def step_override(self, base: str) -> StepOverride | None:
         """The figure's override beside field `base` (clip_epsilon, beta); None beside any other."""
-        return step_override(base, self.values) if base in BESIDE else None
+        return step_override(base, self.values, self.errors) if base in BESIDE else None
 
     @property
     def more_open(self) -> bool:
