@@ -19,6 +19,7 @@ GGUF files store Q and K rows permuted for llama.cpp's interleaved pairs; the lo
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -260,13 +261,15 @@ class Llama(nn.Module):
     @torch.no_grad()
     def generate(self, ids: torch.Tensor, attention_mask: torch.Tensor, max_new_tokens: int, temperature: float,
                  generator: torch.Generator, eos_id: int, top_k: int | None = None,
-                 pad_id: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                 pad_id: int | None = None,
+                 on_token: Callable[[int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample up to `max_new_tokens` after each (left- or right-padded) prompt, with a KV cache.
 
         Temperature 0 is greedy (argmax); otherwise softmax(logits / temperature), over the `top_k`
         likeliest tokens when given, drawn with `generator` (same seed, same sample). A row stops at its
         first `eos_id`, which it keeps; after it the row holds `pad_id` (default `eos_id`) with mask 0.
         Returns (new_ids [B, N], new_mask [B, N]), N ≤ max_new_tokens (it stops once every row has).
+        `on_token(n)` is called after the n-th new token of every row is drawn (a job's progress).
         """
         # ids, attention_mask: [B, T]
         pad = eos_id if pad_id is None else pad_id
@@ -288,6 +291,8 @@ class Llama(nn.Module):
             new_ids.append(token)
             new_mask.append((~done).long())
             done = done | (token == eos_id)
+            if on_token is not None:
+                on_token(len(new_ids))
             if bool(done.all()):
                 break
             key_mask = torch.cat((key_mask, torch.ones_like(key_mask[:, :1])), dim=1)  # [B, S + 1]

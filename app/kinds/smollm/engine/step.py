@@ -1,0 +1,370 @@
+"""The live GRPO step on the real model (issue 33): SmolLM2-135M-Instruct answers one built-in prompt.
+
+1. sample G completions of the chat-formatted prompt from the checkpoint (π_old), seeded, at the
+   temperature asked for, KV-cached (Llama.generate);
+2. score them with the prompt's rule rewards (domain/tasks.py: each named part, then their sum);
+3. build SmolLMGRPO with old = reference = the checkpoint (their tensors shared, engine/smollm_grpo.py)
+   and the policy a copy, and take μ AdamW steps of the GRPO loss on the group, so ρ ≠ 1;
+4. record ONE forward and backward of the objective with the tracer (engine/runtime/trace.py): every
+   node's value and ∂loss/∂node, under the ids the exported graph gives them; reduce them to what can
+   ship (step_records.py): the head in full, every block-level node per token × width, block
+   `attention_block`'s attention weights per head, ‖∂loss/∂W‖ per block, and the loss's surrogate and
+   KL parts (engine/grpo/gradient_parts.py);
+5. take one more AdamW step with the recorded gradients and score the same tokens again: which log-probs
+   moved most.
+
+Deterministic for (params, model, device): one seeded generator draws every token, AdamW is plain.
+Memory: the checkpoint is the caller's (checkpoint.load keeps one per process); the step adds the
+policy's copy, its gradients and AdamW's two moments (4 x 538 MB in float32) and the recording.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+
+from app.engine.grpo.gradient_parts import gradient_parts
+from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_objective import STATEMENT_MODULES
+from app.engine.grpo.token_records import TensorSummary, TokenRecord
+from app.engine.grpo.token_step import token_grpo_step, token_loss_parts
+from app.engine.runtime.trace import record_model
+from app.kinds.smollm.domain.tasks import TASKS, Task
+from app.kinds.smollm.engine.checkpoint import LoadedModel
+from app.kinds.smollm.engine.llama import Llama
+from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.engine.smollm_grpo import ScoredLlama, SmolLMGRPO, share_weights
+from app.kinds.smollm.engine.step_records import HeadNode, SmolCompletion, SmolStepResult, TokenMove, WideNode
+from app.kinds.smollm.engine.text import chat_prompt
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total): "sampling" 3/48, "inner step" 1/2, ...
+COPIES = ("policy", "old_policy", "reference_policy")
+TOP_DIMS, TOP_MOVED = 5, 10
+NO_GRAD_REASON = {
+    "old_policy": "frozen: the old policy (the checkpoint) only supplies log π_old of the sampled tokens",
+    "reference_policy": "frozen: the reference (the checkpoint) only supplies log π_ref",
+    "advantages": "rewards are constants: no gradient flows into the advantages",
+    "input": "token ids, the mask and the rewards are data, not parameters",
+}
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class SmolGroup:
+    ids: torch.Tensor  # (G, P + T) the prompt, then each completion right-padded (with the pad id)
+    mask: torch.Tensor  # (G, T) 1 on a completion's real tokens (its <|im_end|> included), 0 after
+    prompt_length: int
+    texts: tuple[str, ...]  # decoded, special tokens dropped
+    stopped: tuple[bool, ...]  # ended with <|im_end|>
+
+
+def prompt_ids(loaded: LoadedModel, task: Task) -> list[int]:
+    """The task's user message in the model's chat template, ending with the assistant's opening."""
+    text = chat_prompt(loaded.chat_template, [{"role": "user", "content": task.text}])
+    return list(loaded.tokenizer.encode(text).ids)
+
+
+def sample_smol_group(loaded: LoadedModel, model: Llama, prompt: list[int], group_size: int, max_new_tokens: int,
+                      temperature: float, seed: int, progress: Progress = _no_progress) -> SmolGroup:
+    """G completions of one prompt, drawn by one generator seeded with `seed` (on the model's device)."""
+    device = next(model.parameters()).device
+    ids = torch.tensor([prompt] * group_size, device=device)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    eos, pad = loaded.special_ids.eos, loaded.special_ids.pad
+    new_ids, new_mask = model.generate(ids, torch.ones_like(ids), max_new_tokens, temperature, generator,
+                                       eos_id=eos, pad_id=pad,
+                                       on_token=lambda n: progress("sampling", n, max_new_tokens))
+    texts, stopped = [], []
+    for row, keep in zip(new_ids.tolist(), new_mask.tolist(), strict=True):
+        real = [token for token, m in zip(row, keep, strict=True) if m]
+        texts.append(loaded.tokenizer.decode(real, skip_special_tokens=True))
+        stopped.append(bool(real) and real[-1] == eos)
+    dtype = next(model.parameters()).dtype
+    return SmolGroup(torch.cat([ids, new_ids], dim=1), new_mask.to(dtype), len(prompt), tuple(texts), tuple(stopped))
+
+
+def policy_of(grpo: SmolLMGRPO) -> ScoredLlama:
+    return cast(ScoredLlama, grpo.policy)
+
+
+def build_objective(model: Llama, conventions: Conventions) -> SmolLMGRPO:
+    """SmolLMGRPO with the policy a trainable copy of `model` and old = reference = `model`'s own tensors.
+    Built on the meta device first: three random inits of 135M parameters (~8 s) would be thrown away."""
+    parameter = next(model.parameters())
+    with torch.device("meta"):
+        grpo = SmolLMGRPO(model.cfg, conventions)
+    policy = policy_of(grpo)
+    policy.to_empty(device=parameter.device)
+    policy.to(parameter.dtype)
+    if model.cfg.tie_embeddings:  # to_empty gives each of the tied names a tensor of its own: tie them again
+        policy.lm_head.weight = policy.embed.weight
+    policy.load_state_dict(model.state_dict())
+    for copy in (grpo.old_policy, grpo.reference_policy):
+        share_weights(copy, model)
+    for scorer in (grpo.policy, grpo.old_policy, grpo.reference_policy):
+        scorer.inverse_frequencies = model.inverse_frequencies.clone()
+    policy.requires_grad_(True)
+    assert policy.lm_head.weight is policy.embed.weight or not model.cfg.tie_embeddings
+    assert not any(t.is_meta for t in (*grpo.parameters(), *grpo.buffers())), "a tensor was left on the meta device"
+    return grpo
+
+
+def block_grad_norms(policy: Llama) -> tuple[tuple[float, ...], dict[str, float], float]:
+    """sqrt(Σ ‖∂loss/∂W‖²) over each block's parameters, the rest's (embedding = LM head when tied, final
+    norm) and all of them, in float64."""
+    def norm(module: torch.nn.Module) -> float:
+        squares = [p.grad.double().pow(2).sum() for p in module.parameters() if p.grad is not None]
+        return float(torch.stack(squares).sum().sqrt()) if squares else 0.0
+    blocks = tuple(norm(block) for block in policy.blocks)
+    others = {"embed": norm(policy.embed), "norm": norm(policy.norm)}
+    if not policy.cfg.tie_embeddings:
+        others["lm_head"] = norm(policy.lm_head)
+    return blocks, others, float(sum(v * v for v in (*blocks, *others.values())) ** 0.5)
+
+
+def _rss_mb() -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _validated(params: SmolParams, prompt_length: int, model: Llama) -> None:
+    """The bounds only the model knows: prompt + max_new_tokens within the context, the block kept exists."""
+    SmolParams.model_validate(params.model_dump(), context={
+        "prompt_tokens": {params.prompt: prompt_length}, "context_length": model.cfg.context_length,
+        "n_layer": model.cfg.n_layer})
+
+
+def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "cpu", *,
+                  progress: Progress | None = None, tasks: Sequence[Task] = TASKS) -> SmolStepResult:
+    """One recorded GRPO step of the checkpoint `loaded_model` (checkpoint.load's) on `params.prompt`."""
+    report = progress or _no_progress
+    times: dict[str, float] = {}
+    rss_before = _rss_mb()
+    task = tasks[params.prompt]
+    model = loaded_model.model
+    if next(model.parameters()).device != torch.device(device):
+        model = _moved(model, device)  # a copy: the process's one checkpoint stays where it was loaded
+    prompt = prompt_ids(loaded_model, task)
+    _validated(params, len(prompt), model)
+    c = params.conventions()
+
+    started = time.perf_counter()
+    group = sample_smol_group(loaded_model, model, prompt, params.group_size, params.max_new_tokens,
+                              params.temperature, params.seed, report)
+    times["sampling"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    parts = [task.score(text) for text in group.texts]
+    dtype = group.mask.dtype
+    rewards = torch.tensor([sum(p.values()) for p in parts], dtype=dtype, device=group.ids.device)
+    grpo = build_objective(model, c)
+    with torch.no_grad():
+        logp_old = grpo.old_policy(group.ids, group.prompt_length)  # (G, T): π_old = π_ref = the checkpoint
+    logp_ref = logp_old
+    report("old policy", 1, 1)
+    times["scoring"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    optimiser = torch.optim.AdamW(grpo.policy.parameters(), lr=params.learning_rate, weight_decay=0.0)
+    for step in range(params.inner_steps):
+        optimiser.zero_grad(set_to_none=True)
+        logp = grpo.policy(group.ids, group.prompt_length)
+        token_grpo_step(logp, logp_old, logp_ref, rewards, group.mask, c).loss.backward()
+        optimiser.step()
+        report("inner step", step + 1, params.inner_steps)
+    del logp
+    times["inner steps"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    optimiser.zero_grad(set_to_none=True)
+    report("forward", 0, 1)
+    recording = record_model(grpo, (group.ids, group.mask, rewards, group.prompt_length),
+                             select_output=lambda out: out["loss"], statement_modules=STATEMENT_MODULES)
+    out = recording.result
+    report("backward", 0, 1)
+    out["loss"].backward()
+    times["record"] = time.perf_counter() - started
+    report("backward", 1, 1)
+
+    started = time.perf_counter()
+    positions = torch.cat([torch.ones_like(group.mask[:, :1]).expand(-1, group.prompt_length),
+                           group.mask[:, :-1]], dim=1).bool()  # (G, L - 1): the scored positions that are real
+    head, wide = {}, {}
+    for node_id, tensor in recording.values.items():
+        if _is_head(node_id):
+            head[node_id] = _head_node(node_id, tensor)
+        else:
+            summary = _wide_node(node_id, tensor, positions)
+            if summary is not None:
+                wide[node_id] = summary
+    attention = _attention(recording.values[f"softmax@policy.blocks.{params.attention_block}.attention#0"], group)
+    blocks, others, total = block_grad_norms(policy_of(grpo))
+    logp_recorded = out["logp"].detach()
+    leaf = logp_recorded.clone().requires_grad_(True)
+    split = token_loss_parts(token_grpo_step(leaf, logp_old, logp_ref, rewards, group.mask, c), group.mask, c)
+    grad_surrogate, grad_kl = gradient_parts(split, leaf)
+    loss_parts = out["loss_parts"]
+    columns = {k: out[k].detach() for k in ("ratio", "kl", "kl_term", "per_token", "weights", "clip_active",
+                                            "dual_clip_hit", "reward_used", "advantages")}
+    objective, loss = float(out["objective"].detach()), float(out["loss"].detach())
+    logp_grad = recording.values["policy.token_logprobs"].grad
+    grad_logp = torch.zeros_like(logp_recorded) if logp_grad is None else logp_grad.detach()
+    del recording, out
+    times["summaries"] = time.perf_counter() - started
+    report("summaries", 1, 1)
+
+    started = time.perf_counter()
+    optimiser.step()  # the recorded loss's gradients: the update the walkthrough shows next
+    with torch.no_grad():
+        logp_after = grpo.policy(group.ids, group.prompt_length)
+    times["update"] = time.perf_counter() - started
+    report("update", 1, 1)
+
+    completions = _completions(loaded_model, group, parts, rewards, logp_recorded, logp_old, logp_ref, columns,
+                               grad_logp, (grad_surrogate, grad_kl), logp_after)
+    moved = _moved_most(completions)
+    del grpo, optimiser
+    return SmolStepResult(
+        params=params, device=str(device), dtype=str(dtype).removeprefix("torch."), task_name=task.name,
+        prompt_text=task.text, prompt_tokens=tuple(_token_text(loaded_model, t) for t in prompt),
+        reward_rules={part.name: part.pays for part in task.parts}, completions=completions,
+        objective=objective, loss=loss, loss_surrogate=float(loss_parts.surrogate.detach()),
+        loss_kl=float(loss_parts.kl.detach()), head=head, wide=wide, attention_block=params.attention_block,
+        attention=attention, block_grad_norms=blocks, other_grad_norms=others, policy_grad_norm=total, moved=moved,
+        stage_seconds={k: round(v, 3) for k, v in times.items()}, rss_before_mb=rss_before,
+        peak_rss_mb=_peak_rss_mb(), ids=group.ids.tolist(), mask=group.mask.tolist(),
+        prompt_length=group.prompt_length)
+
+
+def _moved(model: Llama, device: str) -> Llama:
+    import copy
+    return copy.deepcopy(model).to(device)
+
+
+def _is_head(node_id: str) -> bool:
+    """Outside the three Llamas, or a copy's own log-probs (the scorer's output, (G, T))."""
+    scope = node_id.split("@", 1)[-1].split("#", 1)[0]
+    copy = scope.split(".", 1)[0]
+    return copy not in COPIES or scope == copy or scope == f"{copy}.token_logprobs"
+
+
+def _reason(node_id: str) -> str:
+    root = node_id.split("@", 1)[-1].split(".", 1)[0].split("#")[0]
+    return NO_GRAD_REASON.get(root, "no gradient flows to this tensor")
+
+
+def _grad(tensor: torch.Tensor) -> torch.Tensor | None:
+    return tensor.grad if tensor.requires_grad else None
+
+
+def _head_node(node_id: str, tensor: torch.Tensor) -> HeadNode:
+    grad = _grad(tensor)
+    return HeadNode(node_id, tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
+                    tensor.detach().cpu().tolist(), None if grad is None else grad.detach().cpu().tolist(),
+                    None if grad is not None else _reason(node_id))
+
+
+def _tensor_summary(node_id: str, tensor: torch.Tensor, finite: torch.Tensor) -> TensorSummary:
+    """Range, mean and norm of the finite values `finite` (float64, flat) of `tensor`, and its gradient's norm."""
+    grad = _grad(tensor)
+    some = finite.numel() > 0
+    grad_norm = None if grad is None else float(torch.linalg.vector_norm(grad.double()))
+    return TensorSummary(
+        tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), float(finite.min()) if some else 0.0,
+        float(finite.max()) if some else 0.0, float(finite.mean()) if some else 0.0,
+        float(torch.linalg.vector_norm(finite)), grad_norm, None if grad is None else float(grad.abs().max()),
+        None if grad is not None else _reason(node_id))
+
+
+def _per_token(tensor: torch.Tensor, token_axis: int) -> torch.Tensor:
+    """(G, L, W): the token axis second, every other axis after the first flattened into the width."""
+    moved = tensor.movedim(token_axis, 1)
+    return moved.reshape(moved.shape[0], moved.shape[1], -1)
+
+
+def _wide_node(node_id: str, tensor: torch.Tensor, positions: torch.Tensor) -> WideNode | None:
+    """Per position: ‖value‖ and ‖∂loss/∂node‖ over the width; the 5 widest dimensions by mean |value|."""
+    groups, length = positions.shape
+    if tensor.dim() == 3 and tuple(tensor.shape[:2]) == (groups, length):
+        axis = 1
+    elif tensor.dim() == 4 and tensor.shape[0] == groups and tensor.shape[2] == length:
+        axis = 2
+    else:
+        return None
+    values = _per_token(tensor.detach(), axis).double()
+    finite = torch.isfinite(values)
+    all_finite = bool(finite.all())
+    flat = values.reshape(-1) if all_finite else values[finite]
+    if not all_finite:  # no recorded node holds -inf today (masked_fill is no node); a norm must not be inf
+        values = torch.where(finite, values, torch.zeros_like(values))
+    grad = _grad(tensor)
+    grad_norm = None if grad is None else torch.linalg.vector_norm(_per_token(grad.detach(), axis).double(), dim=-1)
+    mean_abs = values.abs()[positions].mean(dim=0)  # (W,) over the real positions
+    top = torch.topk(mean_abs, min(TOP_DIMS, mean_abs.numel()))
+    return WideNode(
+        node_id, tuple(tensor.shape), axis, _rows(torch.linalg.vector_norm(values, dim=-1)),
+        None if grad_norm is None else _rows(grad_norm),
+        tuple((int(i), float(v)) for i, v in zip(top.indices, top.values, strict=True)),
+        _tensor_summary(node_id, tensor, flat))
+
+
+def _rows(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(row) for row in t.cpu().tolist())
+
+
+def _attention(weights: torch.Tensor, group: SmolGroup) -> tuple[list, ...]:
+    """Per completion, (H, n, n) over the n positions the policy scored: the prompt and its real tokens but
+    the last (log π of token t is read at position t − 1)."""
+    lengths = [group.prompt_length + int(m.sum()) - 1 for m in group.mask]
+    return tuple(weights[i, :, :n, :n].detach().cpu().tolist() for i, n in enumerate(lengths))
+
+
+def _token_text(loaded: LoadedModel, token: int) -> str:
+    return loaded.tokenizer.decode([token], skip_special_tokens=False)
+
+
+def _completions(loaded, group: SmolGroup, parts, rewards, logp, logp_old, logp_ref, columns, grad_logp, grad_parts,
+                 logp_after) -> tuple[SmolCompletion, ...]:
+    lists = {k: v.cpu().tolist() for k, v in columns.items()}
+    lp, lo, lr = logp.cpu().tolist(), logp_old.cpu().tolist(), logp_ref.cpu().tolist()
+    grads, after = grad_logp.cpu().tolist(), logp_after.cpu().tolist()
+    from_surrogate, from_kl = (g.cpu().tolist() for g in grad_parts)
+    rows = []
+    for i, text in enumerate(group.texts):
+        n = int(group.mask[i].sum())
+        ids = [int(t) for t in group.ids[i, group.prompt_length:group.prompt_length + n]]
+        tokens = tuple(TokenRecord(
+            _token_text(loaded, ids[t]), lp[i][t], lo[i][t], lr[i][t], lists["ratio"][i][t],
+            bool(lists["clip_active"][i][t]), bool(lists["dual_clip_hit"][i][t]), lists["kl"][i][t],
+            lists["kl_term"][i][t], lists["per_token"][i][t], lists["weights"][i][t], grads[i][t], after[i][t],
+            from_surrogate[i][t], from_kl[i][t]) for t in range(n))
+        rows.append(SmolCompletion(text, tuple(ids), tokens, dict(parts[i]), float(rewards[i]),
+                                   float(lists["reward_used"][i]), float(lists["advantages"][i]), group.stopped[i]))
+    return tuple(rows)
+
+
+def _moved_most(completions: tuple[SmolCompletion, ...]) -> tuple[TokenMove, ...]:
+    moves = [TokenMove(i, t, token.text, token.logp, token.logp_after)
+             for i, completion in enumerate(completions) for t, token in enumerate(completion.tokens)]
+    return tuple(sorted(moves, key=lambda m: abs(m.delta), reverse=True)[:TOP_MOVED])
+
+
+__all__ = ["Progress", "SmolGroup", "block_grad_norms", "build_objective", "prompt_ids", "run_smol_step",
+           "sample_smol_group"]

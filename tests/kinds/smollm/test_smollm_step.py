@@ -1,0 +1,193 @@
+"""The real model's live step (app/kinds/smollm/engine/step.py) on the tiny GGUF (smollm_tiny_gguf.py: Llama.small's
+random weights, a 300-token byte-level vocabulary, SmolLM2's ChatML template), so no checkpoint is needed:
+
+- the recorded head (advantages, ratio, clipped, divergence, aggregate, the loss) is token_grpo_step's on the
+  recorded log-probs, to 1e-6 in float32 and 1e-12 in float64;
+- an independent recomputation (a plain copy of the model, plain AdamW, plain log-softmax log-probs) reaches
+  the same policy: its log-probs, ∂loss/∂log π by torch.autograd.grad, each block's ‖∂loss/∂W‖, block b's
+  attention weights (Attention.keep_weights) and the update's Δ log π equal the recorded ones;
+- the loss splits into its surrogate and KL parts; the same params give the same step; bounds are refused.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+from pydantic import ValidationError
+from smollm_tiny_gguf import write_tiny_gguf
+from torch.nn import functional as F  # noqa: N812
+
+from app.engine.grpo.token_step import token_grpo_step
+from app.kinds.smollm.domain.tasks import RewardPart, Task
+from app.kinds.smollm.engine import checkpoint
+from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.engine.step import run_smol_step
+
+# rewards a random model's byte soup earns sometimes, so the group's rewards differ
+FAKE_TASKS = (
+    Task("fake", "Say hello.", "e", (
+        RewardPart("accuracy", lambda text: float("e" in text), "1 when the reply holds an 'e'."),
+        RewardPart("brevity", lambda text: 0.5 * (len(text) % 3 == 0), "0.5 when its length is a multiple of 3."))),
+)
+SMALL = {"group_size": 6, "max_new_tokens": 8, "inner_steps": 2, "learning_rate": 1e-3, "attention_block": 1,
+         "seed": 3, "prompt": 0}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
+    write_tiny_gguf(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SMOLLM_GGUF", str(path))
+        return checkpoint.load(tmp_path_factory.mktemp("smollm-data"))
+
+
+@pytest.fixture(scope="module")
+def tiny64(tiny):
+    return dataclasses.replace(tiny, model=copy.deepcopy(tiny.model).double())
+
+
+def step(loaded, **overrides):
+    return run_smol_step(SmolParams(**{**SMALL, **overrides}), loaded, tasks=FAKE_TASKS)
+
+
+def tensor(values, dtype):
+    return torch.tensor(values, dtype=dtype)
+
+
+@pytest.mark.parametrize(("which", "dtype", "tol"), [("tiny", torch.float32, 1e-6), ("tiny64", torch.float64, 1e-12)])
+@pytest.mark.parametrize("preset", ["deepseekmath", "trl"])
+def test_the_recorded_head_is_token_grpo_step(which, dtype, tol, preset, request):
+    result = step(request.getfixturevalue(which), preset=preset)
+    assert result.dtype == str(dtype).removeprefix("torch.")
+    assert len(set(result.rewards)) > 1, "the fake rewards must differ for this seed"
+    h = {k: tensor(v.values, dtype) for k, v in result.head.items() if v.dtype.startswith("float")}
+    mask = tensor(result.mask, dtype)
+    rewards = tensor(result.rewards, dtype)
+    ref = token_grpo_step(h["policy.token_logprobs"], h["old_policy.token_logprobs"],
+                          h["reference_policy.token_logprobs"], rewards, mask, result.params.conventions())
+    pairs = {"advantages": ref.advantages, "ratio": ref.ratio, "clipped": ref.surrogate, "divergence": ref.kl}
+    for node, want in pairs.items():
+        got = h[node] * mask if want.dim() == 2 else h[node]
+        assert torch.allclose(got, want, rtol=0, atol=tol), node
+    assert abs(float(h["aggregate"]) - float(ref.objective)) <= tol
+    assert abs(result.loss - float(ref.loss)) <= tol and abs(result.objective + result.loss) <= tol
+    assert abs(result.loss_surrogate + result.loss_kl - result.loss) <= tol
+    on = mask.bool()
+    assert not torch.allclose(h["ratio"][on], torch.ones_like(h["ratio"][on]))  # μ steps moved the policy
+    assert result.head["advantages"].grad is None and result.head["advantages"].no_grad_reason
+
+
+def independent(loaded, result):
+    """The policy the step reached, recomputed without the step's code: a copy of the model, AdamW, plain
+    log-softmax log-probs and token_grpo_step."""
+    params = result.params
+    ids, mask = torch.tensor(result.ids), torch.tensor(result.mask, dtype=torch.float64)
+    rewards, prompt = torch.tensor(result.rewards, dtype=torch.float64), result.prompt_length
+    base = loaded.model
+
+    def logprobs(model, keep=None):
+        logits = model(ids[:, :-1], keep_attention_of=keep)[:, prompt - 1:]
+        return F.log_softmax(logits, dim=-1).gather(-1, ids[:, prompt:].unsqueeze(-1)).squeeze(-1)
+
+    policy = copy.deepcopy(base)
+    with torch.no_grad():
+        logp_old = logprobs(base)
+    optimiser = torch.optim.AdamW(policy.parameters(), lr=params.learning_rate, weight_decay=0.0)
+    c = params.conventions()
+    for _ in range(params.inner_steps):
+        optimiser.zero_grad()
+        token_grpo_step(logprobs(policy), logp_old, logp_old, rewards, mask, c).loss.backward()
+        optimiser.step()
+    optimiser.zero_grad()
+    logp = logprobs(policy, keep=params.attention_block)
+    loss = token_grpo_step(logp, logp_old, logp_old, rewards, mask, c).loss
+    (grad_logp,) = torch.autograd.grad(loss, logp, retain_graph=True)
+    loss.backward()
+    norms = [float(torch.sqrt(sum(p.grad.pow(2).sum() for p in block.parameters()))) for block in policy.blocks]
+    weights = policy.blocks[params.attention_block].attention.last_weights
+    optimiser.step()
+    with torch.no_grad():
+        after = logprobs(policy)
+    return logp.detach(), grad_logp, norms, weights, after
+
+
+def test_an_independent_recomputation_gives_the_same_gradients(tiny64):
+    result = step(tiny64, beta=0.1)
+    logp, grad_logp, norms, weights, after = independent(tiny64, result)
+    mask = torch.tensor(result.mask, dtype=torch.float64)
+    head = result.head["policy.token_logprobs"]
+    assert torch.allclose(torch.tensor(head.values, dtype=torch.float64) * mask, logp * mask, rtol=0, atol=1e-10)
+    assert torch.allclose(torch.tensor(head.grad, dtype=torch.float64), grad_logp, rtol=0, atol=1e-12)
+    assert result.block_grad_norms == pytest.approx(norms, rel=1e-9)
+    assert result.policy_grad_norm >= max(result.block_grad_norms) > 0
+    for i, completion in enumerate(result.completions):
+        n = result.prompt_length + completion.length - 1
+        assert torch.allclose(torch.tensor(result.attention[i], dtype=torch.float64), weights[i, :, :n, :n], rtol=0, atol=1e-12)
+        for t, token in enumerate(completion.tokens):
+            assert token.grad == pytest.approx(float(grad_logp[i, t]), abs=1e-12)
+            assert token.grad == pytest.approx(token.grad_surrogate + token.grad_kl, abs=1e-12)
+            assert token.logp_after == pytest.approx(float(after[i, t]), abs=1e-9)
+    moved = [abs(m.delta) for m in result.moved]
+    assert len(moved) == 10 and moved == sorted(moved, reverse=True)
+    every = [abs(t.logp_after - t.logp) for c in result.completions for t in c.tokens]
+    assert moved[0] == pytest.approx(max(every))
+
+
+def test_block_nodes_are_summarised_per_token(tiny):
+    result = step(tiny)
+    groups, length = len(result.ids), len(result.ids[0]) - 1
+    for node in ("policy.blocks.0.norm_1", "policy.blocks.1.attention.q", "policy.blocks.0.attention.rope",
+                 "softmax@policy.blocks.1.attention#0", "policy.blocks.0.mlp.gate", "add@policy.blocks.1#1",
+                 "old_policy.blocks.0.mlp.down", "policy.lm_head"):
+        wide = result.wide[node]
+        assert len(wide.value_norm) == groups and len(wide.value_norm[0]) == length, node
+        assert len(wide.top_dims) == 5
+        frozen = node.startswith("old_policy")
+        assert (wide.grad_norm is None) == frozen and (wide.summary.no_grad_reason is not None) == frozen
+    q = result.wide["policy.blocks.1.attention.q"]
+    assert q.shape[-1] == 64 and q.top_dims[0][1] >= q.top_dims[-1][1]
+    assert {"advantages", "ratio", "clipped", "divergence", "aggregate", "policy.token_logprobs",
+            "old_policy.token_logprobs", "reference_policy.token_logprobs"} <= set(result.head)
+    assert not any(k.startswith("policy.blocks") for k in result.head)
+    assert len(result.block_grad_norms) == 2 and set(result.stage_seconds) == {
+        "sampling", "scoring", "inner steps", "record", "summaries", "update"}
+    assert result.peak_rss_mb is not None and result.peak_rss_mb > 0
+
+
+def test_the_same_params_give_the_same_step_and_report_progress(tiny):
+    seen: list[tuple[str, int, int]] = []
+    one = run_smol_step(SmolParams(**SMALL), tiny, tasks=FAKE_TASKS, progress=lambda *a: seen.append(a))
+    two = step(tiny)
+    assert one.ids == two.ids and one.loss == two.loss and one.block_grad_norms == two.block_grad_norms
+    assert one.head["policy.token_logprobs"].grad == two.head["policy.token_logprobs"].grad
+    assert step(tiny, seed=4).ids != one.ids
+    stages = [s for s, _, _ in seen]
+    assert stages[0] == "sampling" and ("inner step", 2, 2) in seen and "backward" in stages and stages[-1] == "update"
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("group_size", 1), ("group_size", 17), ("max_new_tokens", 3), ("max_new_tokens", 97), ("temperature", 0.05),
+    ("temperature", 1.6), ("inner_steps", 0), ("inner_steps", 5), ("learning_rate", 0.0), ("learning_rate", 0.1),
+    ("prompt", -1), ("prompt", 99), ("attention_block", 30), ("seed", -1), ("beta", -1.0)])
+def test_bounds_are_refused_naming_the_field(field, value):
+    with pytest.raises(ValidationError) as refused:
+        SmolParams(**{field: value})
+    assert {e["loc"][0] for e in refused.value.errors()} == {field}
+
+
+def test_a_prompt_too_long_for_the_context_is_refused(tiny):
+    with pytest.raises(ValidationError) as refused:
+        SmolParams.model_validate({"max_new_tokens": 96}, context={"prompt_tokens": [8150], "context_length": 8192})
+    assert [e["loc"] for e in refused.value.errors()] == [("max_new_tokens",)]
+    assert SmolParams.model_validate({"max_new_tokens": 42}, context={"prompt_tokens": [8150],
+                                                                      "context_length": 8192}).max_new_tokens == 42
+    short = dataclasses.replace(tiny, model=copy.deepcopy(tiny.model))
+    object.__setattr__(short.model, "cfg", dataclasses.replace(tiny.model.cfg, context_length=40))
+    with pytest.raises(ValidationError, match="max_new_tokens"):
+        step(short)
+    with pytest.raises(ValidationError, match="attention_block"):
+        step(tiny, attention_block=2)  # the tiny model has 2 blocks
+    assert SmolParams(max_new_tokens=20).max_length == 20 and SmolParams(max_new_tokens=20, max_length=7).max_length == 7
