@@ -282,15 +282,17 @@ def _head_node(node_id: str, tensor: torch.Tensor) -> HeadNode:
 
 
 def _tensor_summary(node_id: str, tensor: torch.Tensor, finite: torch.Tensor) -> TensorSummary:
-    """Range, mean and norm of the finite values `finite` (float64, flat) of `tensor`, and its gradient's norm."""
+    """Range, mean and norm of the finite values `finite` (flat) of `tensor`, and its gradient's norm; the sums
+    accumulate in float64 without a float64 copy of the node (the logits alone are (G, L, 49,152))."""
     grad = _grad(tensor)
     some = finite.numel() > 0
-    grad_norm = None if grad is None else float(torch.linalg.vector_norm(grad.double()))
+    wide = torch.float64
     return TensorSummary(
         tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), float(finite.min()) if some else 0.0,
-        float(finite.max()) if some else 0.0, float(finite.mean()) if some else 0.0,
-        float(torch.linalg.vector_norm(finite)), grad_norm, None if grad is None else float(grad.abs().max()),
-        None if grad is not None else _reason(node_id))
+        float(finite.max()) if some else 0.0, float(finite.mean(dtype=wide)) if some else 0.0,
+        float(torch.linalg.vector_norm(finite, dtype=wide)),
+        None if grad is None else float(torch.linalg.vector_norm(grad, dtype=wide)),
+        None if grad is None else float(grad.abs().max()), None if grad is not None else _reason(node_id))
 
 
 def _per_token(tensor: torch.Tensor, token_axis: int) -> torch.Tensor:
@@ -308,18 +310,19 @@ def _wide_node(node_id: str, tensor: torch.Tensor, positions: torch.Tensor) -> W
         axis = 2
     else:
         return None
-    values = _per_token(tensor.detach(), axis).double()
+    values = _per_token(tensor.detach(), axis)
     finite = torch.isfinite(values)
     all_finite = bool(finite.all())
     flat = values.reshape(-1) if all_finite else values[finite]
     if not all_finite:  # no recorded node holds -inf today (masked_fill is no node); a norm must not be inf
         values = torch.where(finite, values, torch.zeros_like(values))
     grad = _grad(tensor)
-    grad_norm = None if grad is None else torch.linalg.vector_norm(_per_token(grad.detach(), axis).double(), dim=-1)
-    mean_abs = values.abs()[positions].mean(dim=0)  # (W,) over the real positions
+    wide = torch.float64
+    grad_norm = None if grad is None else torch.linalg.vector_norm(_per_token(grad.detach(), axis), dim=-1, dtype=wide)
+    mean_abs = values.abs()[positions].mean(dim=0, dtype=wide)  # (W,) over the real positions
     top = torch.topk(mean_abs, min(TOP_DIMS, mean_abs.numel()))
     return WideNode(
-        node_id, tuple(tensor.shape), axis, _rows(torch.linalg.vector_norm(values, dim=-1)),
+        node_id, tuple(tensor.shape), axis, _rows(torch.linalg.vector_norm(values, dim=-1, dtype=wide)),
         None if grad_norm is None else _rows(grad_norm),
         tuple((int(i), float(v)) for i, v in zip(top.indices, top.values, strict=True)),
         _tensor_summary(node_id, tensor, flat))
