@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.domain.snapshot import Node, Snapshot
-from app.views.graph_camera import Camera, fit_all, fit_camera
+from app.views.graph_camera import Camera, fit_all, fit_camera, with_holders
 from app.views.graph_dot import LayoutCluster, LayoutNode, dot_layout
 from app.views.graph_layout import (
     NODE_HEIGHT,
@@ -160,6 +160,7 @@ class GraphView:
     fit_all: bool = False     # the overview: the browser fits every box
     framed_ids: tuple[str, ...] = ()   # what the camera must show whole (the step's own nodes)
     context_ids: tuple[str, ...] = ()  # framed plus their direct neighbours, shown when they fit
+    holder_ids: tuple[str, ...] = ()   # open modules holding a framed node: framed with it when they fit
     layout_key: str = ""      # changes exactly when the boxes move (another set of open modules)
     layout_seconds: float = 0.0        # what dot took for this view (0: cached)
     notes: tuple[DrawnNote, ...] = ()
@@ -316,13 +317,16 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
             context.add(e.source)
     context_ids = tuple(n for n in visible if n in context)
     vw, vh = viewport if viewport is not None else DEFAULT_VIEWPORT
-    camera = fit_camera([laid.boxes[n] for n in framed_ids], [laid.boxes[n] for n in context_ids], (vw, vh))
+    holder_ids = tuple(a for a in dict.fromkeys(a for n in framed_ids for a in ancestors(snapshot, n))
+                       if a in containers and a not in framed_ids)
+    need = with_holders([laid.boxes[n] for n in framed_ids], [laid.boxes[n] for n in holder_ids], (vw, vh))
+    camera = fit_camera(need, [laid.boxes[n] for n in context_ids], (vw, vh))
     if not framed_ids:
         camera = fit_all(bounds, (vw, vh))
     key = hashlib.sha256(repr((sorted(containers), sorted(laid.boxes.items()))).encode()).hexdigest()[:12]
     return GraphView(nodes=drawn, edges=edges, camera=camera,
                      viewport_width=float(vw), viewport_height=float(vh), bounds=bounds,
-                     framed_ids=framed_ids, context_ids=context_ids, layout_key=key,
+                     framed_ids=framed_ids, context_ids=context_ids, holder_ids=holder_ids, layout_key=key,
                      layout_seconds=laid.seconds, notes=drawn_notes)
 
 

@@ -56,6 +56,19 @@ def fit_camera(need: Sequence[tuple[float, float, float, float]], context: Seque
     return Camera(round(x, 2), round(y, 2), round(z, 4))
 
 
+def with_holders(need: Sequence[tuple[float, float, float, float]], holders: Sequence[tuple[float, float, float, float]],
+                 frame: tuple[float, float], margin: float = PADDING) -> list[tuple[float, float, float, float]]:
+    """The boxes the camera must show whole: the step's own, and the open modules holding them when
+    all of them fit the frame even at STEP_ZOOM (a member selected inside its module shows in its
+    frame; a module too large for the frame, the policy's thirty blocks, leaves the member alone)."""
+    both = _union([*need, *holders])
+    if not holders or both is None:
+        return list(need)
+    fw, fh = frame
+    fits = both[2] * STEP_ZOOM <= fw - 2 * margin and both[3] * STEP_ZOOM <= fh - 2 * margin
+    return [*need, *holders] if fits else list(need)
+
+
 def _shift(lo: float, hi: float, low: float, high: float) -> float:
     if hi - lo > high - low or lo < low:
         return low - lo

@@ -36,16 +36,16 @@
     return (svg.getAttribute("data-layout") || "") + "@" + frame.clientWidth + "x" + frame.clientHeight;
   }
 
-  // A node's box for the fit: its rect, with room for a note above it (the rewards line) and a
-  // warning under it. Not the text's own extent: that changes as fonts load, and the same URL
+  // A node's box for the fit: its rect, with its note's when it has one. Not the text's own extent: that changes as fonts load, and the same URL
   // must always get the same camera.
   function nodeBox(svg, id) {
     var g = svg.querySelector('.graph [data-node-id="' + CSS.escape(id) + '"]');
     if (!g) return null;
     var b = rectBox(g.querySelector(":scope > rect"));
-    if (g.querySelector(":scope > .annotation")) { b.y -= 34; b.height += 34; }
-    if (g.querySelector(":scope > .warning-text")) b.height += 20;
-    return b;
+    // a note on the node (the rewards beside the advantages) is framed with it; a shape warning is
+    // inside the box (app/views/graph.py)
+    var note = svg.querySelector('.notes [data-note-for="' + CSS.escape(id) + '"] > rect');
+    return note ? GRPOCamera.union([b, rectBox(note)]) : b;
   }
 
   function fitCamera() {
@@ -66,6 +66,12 @@
       }
       var need = boxes(JSON.parse(frame.getAttribute("data-framed") || "[]"));
       var context = boxes(JSON.parse(svg.getAttribute("data-context") || "[]"));
+      // the open modules holding the step's nodes join them when all fit even at the closest zoom
+      // (app/views/graph_camera.py with_holders: the same rule without script)
+      var holders = boxes(JSON.parse(svg.getAttribute("data-holders") || "[]"));
+      var both = GRPOCamera.union(need.concat(holders)), m = Math.min(24, 0.06 * Math.min(size.width, size.height));
+      if (holders.length && both && both.width * GRPOCamera.STEP_ZOOM <= size.width - 2 * m
+          && both.height * GRPOCamera.STEP_ZOOM <= size.height - 2 * m) need = need.concat(holders);
       camera = GRPOCamera.fit(need, context, size);
     }
     frame.setAttribute("data-fitted", [camera.x, camera.y, camera.z].join(","));
@@ -138,7 +144,7 @@
     var layer = frame && frame.querySelector(".edge-tags");
     if (!layer) return;
     layer.textContent = "";
-    var f = frame.getBoundingClientRect(), seen = {}, placed = [];
+    var f = frame.getBoundingClientRect(), seen = {}, placed = [], omitted = [];
     // Nodes and notes in the frame are obstacles too: a tag must not hide a label.
     // An open module is a frame, not a label: only its header's text and ± are obstacles.
     frame.querySelectorAll(".graph .node:not(.container) > rect:first-of-type, .graph .node.container > a, "
@@ -245,11 +251,12 @@
       }
       // Still on another edge or a label: left out, as a tag that hides a line misleads more than
       // none (the edge stays, faded; the Inspector names both ends).
-      if (spot.cost > 0) { layer.removeChild(tag); return; }
+      if (spot.cost > 0) { omitted.push(tag.title || tag.textContent); layer.removeChild(tag); return; }
       placed.push({ left: spot.left, top: spot.top, w: w, h: h });
       tag.style.left = spot.left + "px";
       tag.style.top = spot.top + "px";
     });
+    frame.setAttribute("data-tags-omitted", JSON.stringify(omitted));  // said, for tests and debugging
   }
 
   var moveQueued = false;
@@ -519,7 +526,7 @@
     });
   }
   document.addEventListener("htmx:afterSettle", function (e) {
-    var xhr = e.detail.xhr, target = e.detail.target;
+    var detail = e.detail || {}, xhr = detail.xhr, target = detail.target;  // some are triggered by hand, bare
     var replaced = xhr && xhr.getResponseHeader("HX-Replace-Url");
     if (replaced && target && target.id !== "view") followUrl(pageUrl, replaced);
     pageUrl = replaced ? new URL(replaced, location.href).href : location.href;

@@ -6,6 +6,7 @@ scrolls sideways. Screenshots of every step and of the overview at four sizes la
 test-output/screenshots/ (looked at by a person; see the issue notes).
 """
 import itertools
+import json
 
 import pytest
 from browser_helpers import STEPS, expect_framed, frame_gaps, node, wait_settled
@@ -269,20 +270,29 @@ EDGE_ENDS = """() => {
 }"""
 
 
-def test_edges_leaving_the_frame_fade_and_name_their_far_end(make_context):
-    page = open_at(make_context, "laptop", STEPS[2].path)
-    edges = page.evaluate(EDGE_ENDS)
-    assert any(e["sourceOut"] != e["targetOut"] for e in edges)       # the clip step cuts some
-    for e in edges:
-        assert e["faded"] == (e["sourceOut"] or e["targetOut"]), e
+def tags_of(page, edges) -> tuple[list[str], set[str]]:
+    """The edge tags shown, checked against the edges: an edge whose near end is whole in the frame
+    is visible there, so it is tagged, or left out because no place beside it was free of every edge,
+    node and tag (app.js says which in data-tags-omitted); one whose visible end is cut may run
+    wholly outside the frame and have no tag. Returns (the tags, the edges that needed one)."""
     tags = page.locator(".edge-tags .edge-tag").all_inner_texts()
+    omitted = set(json.loads(page.locator(".graph-frame").get_attribute("data-tags-omitted") or "[]"))
     possible = {f"→ {e['target']}" for e in edges if e["targetOut"] and not e["sourceOut"]} | \
                {f"← {e['source']}" for e in edges if e["sourceOut"] and not e["targetOut"]}
-    # an edge whose near end is whole in the frame is visible there, so it must be tagged;
-    # one whose visible end is cut may run wholly outside the frame and have no tag
     needed = {f"→ {e['target']}" for e in edges if e["targetOut"] and e["sourceWhole"]} | \
              {f"← {e['source']}" for e in edges if e["sourceOut"] and e["targetWhole"]}
-    assert needed and needed <= set(tags) <= possible, (tags, needed, possible)
+    assert needed <= set(tags) | omitted and set(tags) <= possible, (tags, omitted, needed, possible)
+    assert len(omitted) < max(1, len(needed)), (omitted, needed)     # leaving out is the exception
+    return tags, needed
+
+
+def test_edges_leaving_the_frame_fade_and_name_their_far_end(make_context):
+    page = open_at(make_context, "laptop", STEPS[0].path)
+    edges = page.evaluate(EDGE_ENDS)
+    assert any(e["sourceOut"] != e["targetOut"] for e in edges)       # the policy step cuts some
+    for e in edges:
+        assert e["faded"] == (e["sourceOut"] or e["targetOut"]), e
+    tags, needed = tags_of(page, edges)
     # tags stay inside the frame and do not cover each other
     frame = page.locator(".graph-frame").bounding_box()
     boxes = [b for b in (t.bounding_box() for t in page.locator(".edge-tag").all())]
@@ -295,4 +305,7 @@ def test_edges_leaving_the_frame_fade_and_name_their_far_end(make_context):
     page.get_by_role("button", name="Zoom out").click()
     page.get_by_role("button", name="Zoom out").click()
     page.wait_for_timeout(400)
-    assert page.locator(".edge-tag").count() != len(tags) or page.evaluate(EDGE_ENDS) != edges
+    zoomed = page.evaluate(EDGE_ENDS)
+    assert page.locator(".edge-tag").count() != len(tags) or zoomed != edges
+    _, needed_after = tags_of(page, zoomed)
+    assert needed or needed_after   # some edge from a whole node leaves the frame at one of the two cameras

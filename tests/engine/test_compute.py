@@ -66,3 +66,26 @@ def test_global_limiter_is_configured_by_the_app():
     create_app(Settings(compute_slots=3, compute_queue=7))
     assert (LIMITER.slots, LIMITER.max_waiting) == (3, 7)
     create_app(Settings())
+
+
+def test_a_slot_taken_before_a_reconfigure_is_given_back_to_its_own_semaphore():
+    """A new app configures the process's limiter while another's computation holds a slot (parallel
+    tests, a worker process's start): that slot goes back to the semaphore it came from, not to the
+    fresh one, which raised "Semaphore released too many times" (seen in test_response_schemas
+    under -n 2) and would leave one slot too many."""
+    limiter = ComputeLimiter(slots=1, max_waiting=0, timeout_s=0.1)
+    with limiter:
+        limiter.configure(slots=1, max_waiting=0, timeout_s=0.1)
+    refused: list[Exception] = []
+
+    def enter() -> None:
+        try:
+            with limiter:
+                pass
+        except ComputeBusy as exc:
+            refused.append(exc)
+    with limiter:   # the fresh semaphore has exactly its one slot: a second thread is refused
+        thread = threading.Thread(target=enter)
+        thread.start()
+        thread.join()
+    assert len(refused) == 1

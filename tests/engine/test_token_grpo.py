@@ -69,11 +69,15 @@ def test_loss_and_per_token_gradient_match_the_reference(group, fields):
                 return ref.token_loss(moved, rewards, cd)
             up, down = at(h), at(-h)
             fd = (up - down) / (2 * h)
-            # A clip or clamp edge within h (a kink: the one-sided slopes differ by far more than a
-            # smooth curve's ~h·f'') makes the central difference meaningless there.
-            if abs((up - want) / h - (want - down) / h) > 1e-4:
-                continue
-            assert math.isclose(float(logp.grad[i, j]), fd, rel_tol=1e-5, abs_tol=1e-8), (i, j)
+            grad, left, right = float(logp.grad[i, j]), (want - down) / h, (up - want) / h
+            if abs(right - left) <= 1e-5:  # smooth here: the one-sided slopes differ by ~h·f''
+                assert math.isclose(grad, fd, rel_tol=1e-5, abs_tol=1e-8), (i, j)
+            else:
+                # A clip or clamp edge within h (a kink) makes the central difference a blend of two
+                # slopes; the gradient is the slope on the point's own side, one of the one-sided ones.
+                # (Skipping every kink over 1e-4, as before, let a small one through: CI stop 39 saw
+                # 0.0023151 against a central difference of 0.0023512.)
+                assert min(abs(grad - left), abs(grad - right)) <= 1e-4 * abs(grad) + 1e-6, (i, j, grad, left, right)
 
 
 def test_one_token_completions_reduce_to_the_toy_step():

@@ -38,24 +38,29 @@ class ComputeLimiter:
         if getattr(self._held, "depth", 0):
             self._held.depth += 1
             return self
-        if not self._semaphore.acquire(blocking=False):  # a free slot: no queueing at all
+        # The semaphore this slot is taken from, kept for its release: configure() (a new app in
+        # the same process) may swap in a fresh one meanwhile, and releasing that one would be a
+        # release too many ("Semaphore released too many times" under parallel tests).
+        semaphore = self._semaphore
+        if not semaphore.acquire(blocking=False):  # a free slot: no queueing at all
             with self._lock:
                 if self.waiting >= self.max_waiting:
                     raise ComputeBusy(f"{self.slots} computations running and {self.waiting} waiting; retry shortly")
                 self.waiting += 1
             try:
-                if not self._semaphore.acquire(timeout=self.timeout_s):
+                if not semaphore.acquire(timeout=self.timeout_s):
                     raise ComputeBusy(f"no compute slot freed within {self.timeout_s:g} s; retry shortly")
             finally:
                 with self._lock:
                     self.waiting -= 1
         self._held.depth = 1
+        self._held.semaphore = semaphore
         return self
 
     def __exit__(self, *exc) -> None:
         self._held.depth -= 1
         if self._held.depth == 0:
-            self._semaphore.release()
+            self._held.semaphore.release()
 
 
 LIMITER = ComputeLimiter()
