@@ -56,8 +56,11 @@ def fit_camera(need: Sequence[tuple[float, float, float, float]], context: Seque
     return Camera(round(x, 2), round(y, 2), round(z, 4))
 
 
-def with_holders(need: Sequence[tuple[float, float, float, float]], holders: Sequence[tuple[float, float, float, float]],
-                 frame: tuple[float, float], margin: float = PADDING) -> list[tuple[float, float, float, float]]:
+Box = tuple[float, float, float, float]
+
+
+def with_holders(need: Sequence[Box], holders: Sequence[Box], frame: tuple[float, float],
+                 margin: float = PADDING) -> list[Box]:
     """The boxes the camera must show whole: the step's own, and the open modules holding them when
     all of them fit the frame even at STEP_ZOOM (a member selected inside its module shows in its
     frame; a module too large for the frame, the policy's thirty blocks, leaves the member alone)."""
