@@ -82,7 +82,7 @@ def wait_settled(page: Page) -> None:
         "() => !document.querySelector('.htmx-request') && !document.querySelector('#camera[data-moving]')"
         " && !document.documentElement.hasAttribute('data-landing')"
         " && typeof htmx !== 'undefined'"
-        " && !document.querySelector('.graph-frame:not([data-fitted])')")
+        " && !document.querySelector('.graph-frame:not([data-fitted]), .graph-frame[data-panning]')")
 
 
 def expect_step(page: Page, step: Step, *, announced: bool = True, query: str = "") -> None:

@@ -281,15 +281,32 @@
     if (fittedFor !== layoutKey()) { base = fitCamera(); start = null; }
     else if (frame) frame.setAttribute("data-fitted-for", frame.clientWidth + "x" + frame.clientHeight);
     if (frameWatch && frame) { frameWatch.disconnect(); frameWatch.observe(frame); }
+    if (frame) frame.removeAttribute("data-panning");   // a swapped-out target's transition never ends
     if (!target || typeof Panzoom === "undefined") return;
     start = start && start.pan ? start : { pan: { x: 0, y: 0 }, scale: 1 };
-    panzoom = Panzoom(target, { maxScale: 8, minScale: 0.2, step: 0.2, cursor: "grab",
+    // canvas: a drag anywhere in the frame pans. The pan target's own box can lie outside
+    // the frame (its drawing overflows it, translated there), so a drag on the frame's blank
+    // part would otherwise reach nothing (at 390 px the whole box sat left of the frame).
+    panzoom = Panzoom(target, { maxScale: 8, minScale: 0.2, step: 0.2, cursor: "grab", canvas: true,
                                 animate: !reducedMotion.matches, duration: 200,
                                 startX: start.pan.x, startY: start.pan.y, startScale: start.scale });
     target.parentElement.addEventListener("wheel", function (e) {
       if (!e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); panzoom.zoomWithWheel(e); }
     }, { passive: false });
     target.addEventListener("panzoomchange", afterMove);
+    // An animated zoom (the buttons, the keys) moves the boxes by a CSS transition: the
+    // tags placed at its first frame would use its first frame's boxes. Place them again once
+    // it ends; data-panning says one runs (the browser tests wait for it to clear).
+    target.addEventListener("transitionrun", function (e) {
+      if (e.target === target) frame.setAttribute("data-panning", "");
+    });
+    ["transitionend", "transitioncancel"].forEach(function (type) {
+      target.addEventListener(type, function (e) {
+        if (e.target !== target) return;
+        semanticZoom(); edgeTags();
+        frame.removeAttribute("data-panning");
+      });
+    });
     var downAt = null;
     target.addEventListener("pointerdown", function (e) { downAt = { x: e.clientX, y: e.clientY }; });
     // A drag ends with a click on whatever is under the pointer: swallow it.

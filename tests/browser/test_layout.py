@@ -304,7 +304,7 @@ def test_edges_leaving_the_frame_fade_and_name_their_far_end(make_context):
     # a pan that brings a far end into the frame updates the tags
     page.get_by_role("button", name="Zoom out").click()
     page.get_by_role("button", name="Zoom out").click()
-    page.wait_for_timeout(400)
+    wait_settled(page)
     zoomed = page.evaluate(EDGE_ENDS)
     assert page.locator(".edge-tag").count() != len(tags) or zoomed != edges
     _, needed_after = tags_of(page, zoomed)
