@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from fastapi import FastAPI
 
+from app.kinds.smollm.web.kind import KIND as SMOLLM
 from app.kinds.step_record.web.kind import KIND as STEP_RECORD
 from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
 from app.kinds.toy.web.kind import KIND as TOY
@@ -27,7 +28,8 @@ from app.web.settings import Settings
 # words ("Prompt features x") would otherwise take its nodes. Then the tiny LM: its words are more
 # specific than the toy's. The engines' matchers are exact (a record's never matches), so their
 # order does not matter.
-KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, TOY)
+# The real model last: its matcher is exact (SmolLMGRPO's 1,825 nodes), and its graph shares no words.
+KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, TOY, SMOLLM)
 
 
 def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:

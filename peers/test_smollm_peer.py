@@ -44,7 +44,7 @@ from app.kinds.smollm.engine import checkpoint  # noqa: E402
 from app.kinds.smollm.engine.llama import positions_from_mask  # noqa: E402
 from app.kinds.smollm.engine.text import chat_prompt  # noqa: E402
 
-GGUF = checkpoint.find_gguf()
+GGUF = checkpoint.installed_gguf()
 pytestmark = pytest.mark.skipif(GGUF is None, reason=f"no SmolLM2 GGUF file: {checkpoint.INSTALL_HINT}")
 
 FIGURES: dict[str, object] = {}

@@ -22,6 +22,17 @@ os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="grpo-tests-"))
 
 # tests import their own helpers (grpo_reference, paths, snapshots) by module name
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "kinds" / "smollm"))
+
+# The suite's apps run the real-model kind on a tiny GGUF of SmolLM2's architecture (13 blocks of width
+# 64, random weights: a step in seconds, not minutes and 9 GB); the tests of the real checkpoint
+# (tests/kinds/smollm/test_real_*.py, the slower tier) drop it and read the installed file.
+if "SMOLLM_GGUF" not in os.environ:
+    from smollm_tiny_gguf import write_tiny_gguf  # noqa: E402
+
+    _tiny = Path(tempfile.mkdtemp(prefix="smollm-tiny-")) / "tiny-smollm2.gguf"
+    write_tiny_gguf(_tiny, n_layer=13)
+    os.environ["SMOLLM_GGUF"] = str(_tiny)
 
 # (importing the factory imports the kind registry, which gives the kinds' words for nodes and
 # their template folders to view-model tests that build no app)

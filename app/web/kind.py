@@ -82,6 +82,10 @@ class Kind:
     # before the page takes a compute slot (web/jobs/wait.py), and started by a POST to the page's
     # own address (its Run button). [] for none, or for a query the page itself will refuse.
     step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None
+    # Whether a GET of the page waits for those jobs (up to WAIT_S) before drawing it. A kind whose
+    # runs take longer than a reader would wait (the real model's step) draws the page at once with
+    # the run's progress instead, and reads the jobs itself.
+    waits_for_jobs: bool = True
     # Its runs for the default parameters, which the server itself queues at start-up (DEFAULT_RUNS),
     # so a first visitor finds them computed: a GET never starts one (web/jobs/start.py).
     default_runs: Callable[[FastAPI], list[tuple[str, dict[str, Any]]]] | None = None

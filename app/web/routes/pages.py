@@ -78,7 +78,7 @@ async def step_page(request: Request, walkthrough_id: str, step_id: str, compute
     # the page reads (jobs) are awaited first, here, so waiting for them holds no compute slot.
     entry = find_loaded(request.app.state.catalog, walkthrough_id)
     kind = request.app.state.kinds.get(entry.kind)
-    if kind is not None and kind.step_jobs is not None:
+    if kind is not None and kind.step_jobs is not None and kind.waits_for_jobs:
         await await_jobs(kind.step_jobs(request, entry))
     return await compute.run_in_app(step_work, portable_scope(request), walkthrough_id, step_id)
 

@@ -60,9 +60,9 @@ GGUF_NAMES = {"norm_1.weight": "attn_norm.weight", "attention.q.weight": "attn_q
               "mlp.gate.weight": "ffn_gate.weight", "mlp.up.weight": "ffn_up.weight", "mlp.down.weight": "ffn_down.weight"}
 
 
-def write_tiny_gguf(path: Path, seed: int = 0) -> tuple[Llama, dict[str, torch.Tensor]]:
+def write_tiny_gguf(path: Path, seed: int = 0, n_layer: int = 2) -> tuple[Llama, dict[str, torch.Tensor]]:
     """Writes the file; returns the model it holds and its original (un-permuted) state dict."""
-    model = Llama.small(seed).eval()
+    model = Llama.small(seed, n_layer).eval()
     cfg = model.cfg
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items() if name != "lm_head.weight"}
     writer = GGUFWriter(str(path), "llama")

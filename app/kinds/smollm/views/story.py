@@ -1,0 +1,48 @@
+"""The real-model walkthrough's story: what each of its six steps teaches, and the figure that proves it
+(templates/smollm/figures.html draws each focus)."""
+from __future__ import annotations
+
+from app.views.story import StepStory
+
+STORIES = {
+    "sample": StepStory(
+        "A real chat model, SmolLM2-135M-Instruct, answers one prompt G times; a rule scores each answer.",
+        more="The answers are sampled with the model's own chat template at the given temperature, so they "
+             "differ; the rule pays parts (a right answer, a short one) that add up to the reward r.",
+        focus="group-answers", step_fields=("prompt", "group_size", "temperature", "seed"),
+        evidence="every answer's text, its length, and its reward's parts"),
+    "advantages": StepStory(
+        "Each answer's advantage is its reward against the group's mean, over the group's spread; every "
+        "token of the answer gets it.",
+        more="No value model: the other answers to the same prompt are the baseline. When all answers earn "
+             "the same, every advantage is 0 and this prompt teaches nothing this step.",
+        focus="group-advantages", step_fields=("group_size",),
+        evidence="the reward, mean, spread and advantage of every answer"),
+    "ratio": StepStory(
+        "After μ AdamW steps on this group the policy has moved from the sampler: each token's ratio ρ shows "
+        "by how much, and the clip stops a token's push (✂) once ρ leaves [1 − ε, 1 + ε] in its advantage's "
+        "direction.",
+        more="ρ = π_θ(token) / π_old(token); π_old is the checkpoint that wrote the answers.",
+        focus="token-ratios", form_open=True, step_fields=("inner_steps", "learning_rate", "clip_epsilon"),
+        evidence="ρ under every token of every answer, ✂ where the clip binds"),
+    "blocks": StepStory(
+        "The loss's gradient reaches all 30 blocks, but not evenly: the bars show where in the network this "
+        "step pushes hardest.",
+        more="Each bar is the L2 norm of ∂loss/∂W over every weight of one block; the embedding (tied to the "
+             "output head) and the final norm are shown beside them.",
+        focus="block-gradients", evidence="one bar per block: ‖∂loss/∂W‖"),
+    "attention": StepStory(
+        "Inside one block, each of the 9 attention heads spreads each token's attention over the prompt and "
+        "the answer written so far.",
+        more="Rows are the answer's tokens, columns the positions each one can see (the prompt, then the "
+             "answer); darker is more weight. Pick a head, an answer and a block below.",
+        focus="attention-heads", step_fields=("attention_block",),
+        evidence="the chosen head's weights for one answer, and each head's share on the prompt"),
+    "update": StepStory(
+        "One more AdamW step on this loss moves the log-probabilities of the answers' tokens: up for answers "
+        "with a positive advantage, down for negative ones.",
+        more="The loss is the clipped surrogate plus β times the KL to the reference (the checkpoint); the "
+             "table lists the 10 tokens whose log π moved most.",
+        focus="moved-tokens", step_fields=("learning_rate",),
+        evidence="the 10 most-moved tokens, before and after, and the loss's two parts"),
+}

