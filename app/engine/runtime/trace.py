@@ -29,6 +29,7 @@ Nodes, and how they are named (as in the user's own export, the seed walkthrough
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,13 +86,17 @@ def _public_function(func: Callable[..., Any]) -> str | None:
 
 
 class _Recorder(TorchFunctionMode):
-    def __init__(self, model: nn.Module, statement_modules: frozenset[str], keep_values: bool = False) -> None:
+    def __init__(self, model: nn.Module, statement_modules: frozenset[str], keep_values: bool = False,
+                 keep_value: Callable[[str, torch.Tensor], bool] | None = None) -> None:
         super().__init__()
         # node id -> the tensor it made (its last call), when recording values for the engine
         self.values: dict[str, torch.Tensor] | None = {} if keep_values else None
+        self.keep_value = keep_value
         self.trace = Trace(model_name=type(model).__name__)
-        self.tags: dict[int, tuple[str, ...]] = {}  # id(tensor) -> nodes its data comes from
-        self.alive: list[torch.Tensor] = []  # tagged tensors stay alive, so no id is reused
+        self.tags: dict[int, tuple[str, ...]] = {}  # id(tensor) -> nodes its data comes from, while it lives
+        # a tag is dropped when its tensor dies (before its id can be reused), so the pass holds no tensor
+        # the model itself lets go of: a frozen copy's intermediates are freed as it runs
+        self.finalizers: list[weakref.finalize] = []
         self.stack: list[str] = []  # running submodules, innermost last
         self.paths = {m: p for p, m in model.named_modules() if p}
         self.childless = {p for m, p in self.paths.items() if next(m.children(), None) is None}
@@ -103,8 +108,9 @@ class _Recorder(TorchFunctionMode):
     # -- tags ---------------------------------------------------------------------
     def tag(self, value: Any, sources: tuple[str, ...]) -> None:
         for t in tensors_in(value):
+            if id(t) not in self.tags:
+                self.finalizers.append(weakref.finalize(t, self.tags.pop, id(t), None))
             self.tags[id(t)] = sources
-            self.alive.append(t)
 
     def sources(self, value: Any) -> tuple[str, ...]:
         found: dict[str, None] = {}  # ordered set: argument order decides edge order
@@ -128,7 +134,10 @@ class _Recorder(TorchFunctionMode):
 
     def keep(self, node_id: str, value: Any) -> None:
         if self.values is not None and (t := next(tensors_in(value), None)) is not None:
-            self.values[node_id] = t
+            if self.keep_value is None or self.keep_value(node_id, t):
+                self.values[node_id] = t
+            else:  # the caller took what it needs of this value now
+                self.values.pop(node_id, None)
 
     def add(self, node: TracedNode) -> None:
         self.trace.nodes.setdefault(node.node_id, node)
@@ -208,11 +217,15 @@ def trace_model(model: nn.Module, inputs: tuple[Any, ...], *,
 
 def record_model(model: nn.Module, inputs: tuple[Any, ...], *,
                  select_output: Callable[[Any], Any] = lambda out: out,
-                 statement_modules: frozenset[str] = frozenset()) -> Recording:
+                 statement_modules: frozenset[str] = frozenset(),
+                 keep_value: Callable[[str, torch.Tensor], bool] | None = None) -> Recording:
     """The same pass with autograd on, keeping each node's output under the node id the
     exporter gives it: after ``backward()`` each kept tensor's ``.grad`` is d(loss)/d(node).
-    The ids cannot drift from the exported file's, since one tracer names both."""
-    recording = _run(model, inputs, select_output, statement_modules, keep_values=True)
+    The ids cannot drift from the exported file's, since one tracer names both.
+    ``keep_value(node_id, tensor)``, when given, sees each node's value as it is made; where it
+    returns False the value is left out of ``values`` (the caller took what it needs of it then,
+    so a large model's nodes need not all be held at once)."""
+    recording = _run(model, inputs, select_output, statement_modules, keep_values=True, keep_value=keep_value)
     for t in recording.values.values():
         if t.requires_grad:
             t.retain_grad()
@@ -220,11 +233,12 @@ def record_model(model: nn.Module, inputs: tuple[Any, ...], *,
 
 
 def _run(model: nn.Module, inputs: tuple[Any, ...], select_output: Callable[[Any], Any],
-         statement_modules: frozenset[str], keep_values: bool) -> Recording:
+         statement_modules: frozenset[str], keep_values: bool,
+         keep_value: Callable[[str, torch.Tensor], bool] | None = None) -> Recording:
     unknown = statement_modules - {p for p, _ in model.named_modules() if p}
     if unknown:
         raise ValueError(f"statement modules {sorted(unknown)} are not submodules of {type(model).__name__}")
-    recorder = _Recorder(model, statement_modules, keep_values)
+    recorder = _Recorder(model, statement_modules, keep_values, keep_value)
     first = next(tensors_in(inputs), None)
     recorder.add(TracedNode(INPUT_ID, "input", "Input", shape=tuple(first.shape) if first is not None else None))
     recorder.tag(inputs, (INPUT_ID,))
@@ -253,4 +267,6 @@ def _run(model: nn.Module, inputs: tuple[Any, ...], select_output: Callable[[Any
     recorder.flow(sources, OUTPUT_ID)
     recorder.keep(INPUT_ID, inputs)
     recorder.keep(OUTPUT_ID, select_output(result))
+    for finalizer in recorder.finalizers:  # the tags are done with: the tensors that live on owe them nothing
+        finalizer.detach()
     return Recording(recorder.trace, result, recorder.values or {})

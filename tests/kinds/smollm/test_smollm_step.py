@@ -191,3 +191,46 @@ def test_a_prompt_too_long_for_the_context_is_refused(tiny):
     with pytest.raises(ValidationError, match="attention_block"):
         step(tiny, attention_block=2)  # the tiny model has 2 blocks
     assert SmolParams(max_new_tokens=20).max_length == 20 and SmolParams(max_new_tokens=20, max_length=7).max_length == 7
+
+
+def float64_wide(tensor, positions, grad):
+    """The summaries as float64 sums over float64 copies: what node_summaries.wide_node's float32 sums replace."""
+    from app.kinds.smollm.engine.node_summaries import _per_token, token_axis
+    axis = token_axis(tensor, *positions.shape)
+    values = _per_token(tensor, axis).double()
+    g = _per_token(grad, axis).double()
+    return {"value_norm": values.norm(dim=-1), "grad_norm": g.norm(dim=-1), "mean_abs": values.abs()[positions].mean(0),
+            "norm": values.norm(), "mean": values.mean(), "grad_total": g.norm(), "grad_max": g.abs().max()}
+
+
+@pytest.mark.parametrize("shape", [(4, 7, 49152), (4, 7, 1536), (4, 3, 7, 64)])
+def test_float32_summaries_agree_with_float64_to_1e6(shape):
+    from app.kinds.smollm.engine.node_summaries import wide_node
+    generator = torch.Generator().manual_seed(0)
+    tensor = torch.randn(shape, generator=generator) * 30 + 2
+    grad = torch.randn(shape, generator=generator) * 1e-4
+    positions = torch.ones(4, 7, dtype=torch.bool)
+    positions[1, 5:] = positions[3, 2:] = False
+    node = wide_node("policy.x", tensor, positions, grad)
+    want = float64_wide(tensor, positions, grad)
+
+    def close(got, expected, rel=1e-6):
+        assert torch.allclose(torch.tensor(got, dtype=torch.float64), expected, rtol=rel, atol=0)
+
+    close(node.value_norm, want["value_norm"])
+    close(node.grad_norm, want["grad_norm"])
+    close([v for _, v in node.top_dims], want["mean_abs"][[i for i, _ in node.top_dims]])
+    close(node.summary.value_norm, want["norm"])
+    close(node.summary.value_mean, want["mean"], rel=1e-12)  # accumulated in float64 as before
+    close(node.summary.grad_norm, want["grad_total"])
+    assert node.summary.grad_abs_max == float(want["grad_max"])
+    assert node.summary.value_min == float(tensor.min()) and node.summary.value_max == float(tensor.max())
+
+
+def test_a_non_finite_node_takes_the_float64_path():
+    from app.kinds.smollm.engine.node_summaries import wide_node
+    tensor = torch.ones(2, 3, 4)
+    tensor[0, 1, 2] = float("-inf")
+    node = wide_node("old_policy.x", tensor, torch.ones(2, 3, dtype=torch.bool), None)
+    assert node.value_norm[0][1] == pytest.approx(3 ** 0.5) and node.summary.value_min == 1.0
+    assert node.grad_norm is None and node.summary.no_grad_reason.startswith("frozen")
