@@ -14,6 +14,9 @@ from bench.common import GROUP_SIZES, SCALES
 
 TINY_LM_STEPS = ("sample", "rewards", "advantages", "ratio", "kl", "aggregation", "update")
 RECORD_STEPS = ("group", "ratio", "kl", "loss", "diagnostics")  # a step record's pages (issue 23)
+SMOL_STEPS = ("sample", "advantages", "ratio", "blocks", "attention", "update")  # the real model's (issue 33)
+SMOL_STAGES = ("sampling", "scoring", "inner_steps", "record", "summaries", "update")  # run_smol_step's stages
+SMOL_VIEWS = ("overview", "blocks12")  # the graph layouts timed: every module closed; policy, policy.blocks.12 open
 TINY_LM_PATHS = ("r1_zero", "r1", "distillation", "r1_zero_dr_grpo", "distillation_cold")
 PATH_NOTES = {"distillation": "; R1 cached from the r1 run", "r1_zero_dr_grpo": "; Dr. GRPO's conventions",
               "distillation_cold": "; R1 run inside it"}
@@ -26,6 +29,9 @@ TINY_LM_PAGE_LIMIT_BYTES = 100_000  # issue 13: "100 KB" compressed, read as 100
 # issue 21: under 64 clients of distinct G = 4096 tensors requests (phases/overload.py)
 OVERLOAD_HEALTHZ_P99_LIMIT_MS = 20.0
 OVERLOAD_PAGE_P99_LIMIT_MS = 50.0
+# issue 33: the real model (SmolLM2-135M-Instruct), phases/smollm.py
+SMOL_STEP_LIMIT_S = 30.0  # one live step on the CPU, G 8 x 48 new tokens, the first after the load
+SMOL_PAGE_LIMIT_MS = 300.0  # a finished step page's response (the slowest of the six first GETs)
 # A linear-growth limit is also the ideal, so timing noise alone would "miss" it
 # half the time: growth targets are met up to ratio 1 + GROWTH_NOISE.
 GROWTH_NOISE = 0.10
@@ -67,10 +73,18 @@ FIGURES = (
     "record_upload_s", "record_upload_list_s",
     *(f"record_{kind}_{s}_{w}_ms" for kind in ("open", "html") for s in RECORD_STEPS for w in ("cold", "warm")),
     *(f"record_page_{s}_bytes" for s in RECORD_STEPS), *(f"record_page_{s}_gzip_bytes" for s in RECORD_STEPS),
+    # the real model (issue 33): bench/phases/smollm.py
+    "smol_group_size", "smol_new_tokens", "smol_blocks", "smol_step_torch_threads",
+    "smol_load_cold_s", "smol_load_cached_s", "smol_step_s", "smol_step_peak_rss_mb",
+    *(f"smol_stage_{s}_s" for s in SMOL_STAGES),
+    "smol_page_step_done_s", *(f"smol_page_{s}_ms" for s in SMOL_STEPS),
+    "smol_page_median_ms", "smol_page_max_ms", "smol_page_cached_median_ms", "smol_page_rendered_again_median_ms",
+    *(f"smol_{k}_{v}_ms" for k in ("layout", "dot") for v in SMOL_VIEWS),
 )
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
-           *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page", "overload_healthz", "overload_page")
+           *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page", "overload_healthz", "overload_page",
+           "smol_step", "smol_page")
 
 
 def evaluate(f: dict) -> list[dict]:
@@ -118,6 +132,11 @@ def evaluate(f: dict) -> list[dict]:
                        f"≤ {OVERLOAD_HEALTHZ_P99_LIMIT_MS:.0f}", "ms"),
         lambda: target("overload_page", "viewed step page p99 under the same overload", f["overload_page_p99_ms"],
                        "<=", OVERLOAD_PAGE_P99_LIMIT_MS, f"≤ {OVERLOAD_PAGE_P99_LIMIT_MS:.0f}", "ms"),
+        # the real model (issue 33)
+        lambda: target("smol_step", f"SmolLM2 live step {_smol_step(f)}, first after the load, wall", f["smol_step_s"],
+                       "<=", SMOL_STEP_LIMIT_S, f"≤ {SMOL_STEP_LIMIT_S:.0f}", "s"),
+        lambda: target("smol_page", "SmolLM2 finished step page, slowest first GET of 6", f["smol_page_max_ms"],
+                       "<=", SMOL_PAGE_LIMIT_MS, f"≤ {SMOL_PAGE_LIMIT_MS:.0f}", "ms"),
     ]
     out = []
     for make in makers:
@@ -232,6 +251,8 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
                      f"{f['overload_200']} / {f['overload_503']} / {f['overload_wrong']}"),
         # a step record (issue 23): phases/record.py
         *_record_rows(f, info),
+        # the real model (issue 33): phases/smollm.py
+        *_smol_rows(f, info, t_row),
     ]
     rows = []
     for make in makers:  # a row whose figures or target this run lacks (`--phases`) is left out
@@ -273,6 +294,38 @@ def _record_rows(f: dict, info) -> list:
                      each(lambda v: fmt(v, "bytes"), "record_page_{}_gzip_bytes"), "bytes"),
         lambda: info(f"step record pages {steps}: HTML, raw",
                      each(lambda v: fmt(v, "bytes"), "record_page_{}_bytes"), "bytes"),
+    ]
+
+
+def _smol_step(f: dict) -> str:
+    """The step's scale, as the rows name it: 'G=8×48 (30 blocks, cpu... 1 torch thread)'."""
+    n = int(f["smol_step_torch_threads"])
+    return (f"G={int(f['smol_group_size'])}×{int(f['smol_new_tokens'])} ({int(f['smol_blocks'])} blocks, "
+            f"{n} torch thread{'' if n == 1 else 's'})")
+
+
+def _smol_rows(f: dict, info, t_row) -> list:
+    """The real model's rows: its load, the step and where its time goes, the pages, the graph's layout."""
+    pages = " / ".join(SMOL_STEPS)
+    return [
+        lambda: info("SmolLM2 checkpoint load, fresh process: cold (GGUF dequantised, safetensors written) / "
+                     "cached (same data dir)", f"{f['smol_load_cold_s']:.2f} / {f['smol_load_cached_s']:.2f}", "s"),
+        t_row("smol_step"),
+        lambda: info("SmolLM2 step stages " + " / ".join(s.replace("_", " ") for s in SMOL_STAGES),
+                     " / ".join(f"{f[f'smol_stage_{s}_s']:.2f}" for s in SMOL_STAGES), "s"),
+        lambda: info("SmolLM2 step process, peak RSS (ru_maxrss)", f["smol_step_peak_rss_mb"], "MB"),
+        lambda: info(f"SmolLM2 step {_smol_step(f)} as a job: POST → progress says done (the app's runner)",
+                     f["smol_page_step_done_s"], "s"),
+        t_row("smol_page"),
+        lambda: info(f"SmolLM2 step pages {pages}: first GET",
+                     " / ".join(f"{f[f'smol_page_{s}_ms']:.0f}" for s in SMOL_STEPS), "ms"),
+        lambda: info("SmolLM2 step pages: first GET / again (response cache) / rendered again (identity), medians",
+                     f"{f['smol_page_median_ms']:.0f} / {f['smol_page_cached_median_ms']:.2f} / "
+                     f"{f['smol_page_rendered_again_median_ms']:.0f}", "ms"),
+        lambda: info("SmolLM2 graph layout, overview (all closed) / policy + policy.blocks.12 open: "
+                     "build_graph_view (dot's share)",
+                     f"{f['smol_layout_overview_ms']:.0f} ({f['smol_dot_overview_ms']:.0f}) / "
+                     f"{f['smol_layout_blocks12_ms']:.0f} ({f['smol_dot_blocks12_ms']:.0f})", "ms"),
     ]
 
 

@@ -23,7 +23,9 @@ Phases, in the order they run: startup, engine, http, page_weight, browser (the 
 tiny LM's token_step, paths and tiny_lm_page (issue 13), and overload (issue 21: 64 clients of
 G = 4096 tensors while /healthz and a viewed page are timed), then record (issue 23: a G 16 x
 4,096-token step record uploaded and its five step pages opened, against an app of its own over a
-temporary DATA_DIR). http needs engine (it takes step samples next to its wrk runs), so selecting
+temporary DATA_DIR), then smollm (issue 33: the real model's checkpoint load and one live step, each in
+a fresh process, its six finished step pages against an app of its own, and its graph's layout).
+http needs engine (it takes step samples next to its wrk runs), so selecting
 http selects engine.
 """
 from __future__ import annotations
@@ -54,6 +56,7 @@ from bench.phases.jobs import jobs_phase
 from bench.phases.overload import overload_phase
 from bench.phases.page_weight import page_weight
 from bench.phases.record import record_phase
+from bench.phases.smollm import smollm_phase
 from bench.phases.startup import startup_phase
 from bench.phases.tiny_lm import paths_phase, token_step_phase
 from bench.phases.tiny_lm_page import tiny_lm_page_weight
@@ -70,7 +73,7 @@ from bench.wrk import parse_wrk
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
 PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "jobs",
-          "overload", "record")
+          "overload", "record", "smollm")
 # run against one app process
 HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "jobs", "overload"})
 
@@ -200,6 +203,8 @@ def main(argv=None) -> int:
                 overload_phase(port, args, figures, details)
     if "record" in selected:  # its own app (a temporary DATA_DIR), after the shared one has stopped
         record_phase(args, figures, details, log_path)
+    if "smollm" in selected:  # fresh processes and an app of its own (the real model: GBs, minutes)
+        smollm_phase(args, figures, details, log_path)
     if "http" in selected:
         figures["web_overhead_ms"] = figures["tensors_uncached_c1_p50_ms"] - figures["engine_step_ms"]
     if "engine" in selected:

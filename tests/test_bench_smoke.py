@@ -125,6 +125,16 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert [p["step"] for p in record["pages"]] == ["group", "ratio", "kl", "loss", "diagnostics"]
     assert all(set(p["status"]) == {200} and p["gzip_encoding"] == "gzip" for p in record["pages"]), record["pages"]
     assert [u["status"] for u in record["uploads"]] == [201] * 6
+    # the real model (issue 33), on the suite's tiny GGUF: a cold load that converts, a cached one that does
+    # not, one step, its six finished pages (200 each: first GET, response cache, rendered again), two layouts
+    smol = results["details"]["smollm"]
+    assert smol["smoke"] and (smol["group_size"], smol["new_tokens"]) == (2, 6)
+    assert smol["runs"]["cold"]["meta"]["converted"] and not smol["runs"]["step"]["meta"]["converted"]
+    assert [p["step"] for p in smol["pages"]["pages"]] == ["sample", "advantages", "ratio", "blocks", "attention",
+                                                          "update"]
+    assert all(p[k]["status"] == 200 for p in smol["pages"]["pages"] for k in ("first", "second", "rendered_again"))
+    assert smol["layout"]["nodes"] == 1825 and smol["layout"]["blocks12"]["nodes_drawn"] > \
+        smol["layout"]["overview"]["nodes_drawn"]
     assert not results["details"].get("http_errors"), results["details"]["http_errors"]
     # One table, one row per target, printed and stored.
     assert "| figure | value | target | ratio | met? |" in proc.stdout
