@@ -29,9 +29,10 @@ TOY = ROOT / "walkthroughs" / "toy_grpo.tensorviz.json"
 def test_each_shipped_file_carries_its_kind(make_client):
     client = make_client()
     cat = client.app.state.catalog
-    assert {e.id: e.kind for e in cat.entries()} == {"toy_grpo": "toy", "tiny_lm_grpo": "tiny_lm"}
+    assert {e.id: e.kind for e in cat.entries()} == {"toy_grpo": "toy", "tiny_lm_grpo": "tiny_lm",
+                                                     "smollm_grpo": "smollm"}
     listed = {w["id"]: w["runnable"] for w in client.get("/api/walkthroughs").json()}
-    assert listed == {"toy_grpo": True, "tiny_lm_grpo": True}
+    assert listed == {"toy_grpo": True, "tiny_lm_grpo": True, "smollm_grpo": True}
 
 
 @pytest.mark.parametrize("path, kind", [(TINY, "tiny_lm"), (TOY, "toy")])
@@ -99,7 +100,7 @@ def test_a_kind_registered_in_a_test_is_served_by_the_shared_step_route(tmp_path
     assert "view-only" in BeautifulSoup(view_only.text, "html.parser").select_one("#inspector").text or \
         BeautifulSoup(view_only.text, "html.parser").select_one("#graph-stage") is not None
     assert {w["id"]: w["runnable"] for w in client.get("/api/walkthroughs").json()} == \
-        {"toy_grpo": True, "tiny_lm_grpo": False}
+        {"toy_grpo": True, "tiny_lm_grpo": False, "smollm_grpo": False}
 
 
 def test_the_registry_takes_the_first_match_and_refuses_two_kinds_of_one_id():

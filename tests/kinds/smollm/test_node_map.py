@@ -25,3 +25,15 @@ def test_one_op_changed_is_not_runnable():
     ops = {n: snapshot.node(n).op for n in snapshot.node_ids}
     ops["policy.blocks.3.mlp.up"] = "Conv1d"
     assert fingerprint(ops) != FINGERPRINT
+
+
+def test_every_node_of_the_real_models_graph_has_words_of_its_own():
+    from app.kinds.smollm.views.meaning import describe_smollm
+
+    snapshot = load_snapshot(WALKTHROUGHS / "smollm_grpo.tensorviz.json")
+    assert [n.node_id for n in snapshot.nodes if describe_smollm(snapshot, n) is None] == []
+    assert describe_smollm(snapshot, snapshot.node("softmax@policy.blocks.12.attention#0")).display_name == \
+        "Attention weights"
+    assert describe_smollm(snapshot, snapshot.node("old_policy.blocks.3.mlp")).display_name == "SwiGLU MLP of π_old"
+    tiny = load_snapshot(WALKTHROUGHS / "tiny_lm_grpo.tensorviz.json")
+    assert describe_smollm(tiny, tiny.nodes[0]) is None  # another graph keeps its own words

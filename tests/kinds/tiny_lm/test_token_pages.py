@@ -196,14 +196,14 @@ def test_the_last_step_leads_on_to_the_other_walkthrough(client):
     assert back["href"] == "/walkthroughs/toy_grpo/steps/policy"
 
 
-def test_walkthroughs_page_lists_both_with_sentences(client):
+def test_walkthroughs_page_lists_every_featured_one_with_sentences(client):
     from app.house import registry
     r = client.get("/walkthroughs")
     assert r.status_code == 200
     text = soup(r).get_text(" ", strip=True)
     featured = {f.walkthrough_id: f for f in registry().featured}
-    assert list(featured) == ["toy_grpo", "tiny_lm_grpo"]
-    for wid in ("toy_grpo", "tiny_lm_grpo"):
+    assert list(featured) == ["toy_grpo", "tiny_lm_grpo", "smollm_grpo"]
+    for wid in featured:
         title, sentence = featured[wid].headline, featured[wid].teaches
         assert title in text and sentence in text, wid
         assert f'href="/walkthroughs/{wid}"' in r.text

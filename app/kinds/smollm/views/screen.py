@@ -72,7 +72,7 @@ class SmolScreen(Screen):
     model_label: str = MODEL_LABEL
 
     parts: ClassVar = {"lead": "smollm/figures.html", "inspector": "smollm/wide_node.html",
-                       "form": "smollm/form.html"}
+                       "form": "smollm/form.html", "panels": "smollm/paths.html"}
     runnable: ClassVar[bool] = True
     stories: ClassVar = STORIES
 

@@ -12,6 +12,7 @@ from app.engine.jobs.tasks import JobTask, Progress
 from app.kinds.smollm.engine import checkpoint, export_target, step_task
 from app.kinds.smollm.engine.node_map import KIND_ID, is_smollm_runnable
 from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.views.meaning import describe_smollm
 from app.kinds.smollm.views.story import STORIES
 from app.kinds.smollm.web import pages
 from app.web.kind import Kind
@@ -59,5 +60,6 @@ KIND = Kind(id=KIND_ID, title="A real pretrained model: SmolLM2-135M-Instruct",
             matches=is_smollm_runnable, step_page=pages.step_page, install=install,
             templates=Path(__file__).resolve().parents[1] / "templates", tasks=(STEP_TASK,),
             static=Path(__file__).resolve().parents[1] / "static", stylesheets=("smollm.css",),
-            step_jobs=step_jobs, waits_for_jobs=False, default_runs=default_runs, featured=(FEATURED,),
+            describe=describe_smollm, step_jobs=step_jobs, waits_for_jobs=False, default_runs=default_runs,
+            featured=(FEATURED,),
             export_targets=export_target.TARGETS)

@@ -4,13 +4,11 @@ its module templates are recognised by class, its layers by their place in a blo
 """
 from __future__ import annotations
 
-import re
-
 from app.domain.snapshot import Node, Snapshot
 from app.engine.grpo.params import Conventions
-from app.views import convention_text as ct
 from app.views.meaning import NodeMeaning
 from app.views.numbers import MINUS
+from app.views.token_head_meaning import HEAD_MODULES, head_formula
 
 MARKER = "model::ScoredLM"  # a template only this graph has
 SYMBOL = {"policy": "π_θ", "old_policy": "π_old", "reference_policy": "π_ref"}
@@ -20,16 +18,13 @@ ROLE = {
     "reference_policy": "a frozen copy of the base model; the KL penalty keeps the policy near it",
 }
 
-# template -> (name, formula, sentence); "{s}" is the copy's symbol, "{role}" what the copy is for
-MODULES = {
+# template -> (name, formula, sentence); "{s}" is the copy's symbol, "{role}" what the copy is for;
+# the GRPO head's templates (and each copy's log-probs) are the token head's words, shared with the real model
+MODULES = {**HEAD_MODULES,
     "model::ScoredLM": (
         "{name} (tiny LM)", "log {s}(o_t | q, o_<t) for every completion token t",
         "The tiny decoder-only transformer: token and position embeddings, 2 blocks of attention and MLP, "
         "a final norm and the LM head, then each completion token's log-probability: {role}."),
-    "model::TokenLogProbs": (
-        "Token log-probs log {s}", f"log {{s}}(o_t) = z_t[o_t] {MINUS} log Σ_v exp(z_t[v])",
-        "The log-softmax of each position's next-token scores, read at the token that actually came "
-        "next: one number per completion token, 0 on padding once masked."),
     "model::Block": (
         "Transformer block", "x ← x + attention(norm(x)); x ← x + MLP(norm(x))",
         "Pre-norm residual block: attention lets each position read earlier ones, the MLP transforms "
@@ -40,24 +35,6 @@ MODULES = {
         "query matches their keys. Select the softmax to see the weights."),
     "model::MLP": (
         "MLP", "down(GELU(up(x)))", "Widens each position to 256 numbers, bends them with GELU, narrows back to 64."),
-    "model::GroupAdvantages": (
-        "Group advantages A", f"A_i = (r_i {MINUS} mean(r)) / (std(r) + ε), then A_i,t = A_i for each token",
-        "How much better each completion's reward is than its group's average; every token of the "
-        "completion gets that advantage."),
-    "model::PolicyRatio": (
-        "Per-token ratio ρ", f"ρ_i,t = exp(log π_θ(o_i,t) {MINUS} log π_old(o_i,t))",
-        "How many times more likely the policy now makes each sampled token than the sampler did; 1 = unchanged."),
-    "model::ClippedSurrogate": (
-        "Clipped surrogate L (per token)", f"L_i,t = min(ρ_i,t·A_i, clip(ρ_i,t, 1{MINUS}ε, 1+ε)·A_i)",
-        "Each token's push, ratio times advantage, capped once its ratio leaves the band in the "
-        "advantage's direction: a capped token gets no gradient."),
-    "model::ReferencePenalty": (
-        "KL per token D", f"D_i,t = exp(log π_ref {MINUS} log π_θ) {MINUS} (log π_ref {MINUS} log π_θ) {MINUS} 1",
-        "A per-token estimate of how far the policy has drifted from the reference: ≥ 0, and 0 where they agree."),
-    "model::LossAggregation": (
-        "Loss aggregation J", f"J = Σ_i Σ_t w_i,t·(L_i,t {MINUS} β·D_i,t)",
-        "Adds the per-token objectives up with weights w set by the aggregation: per completion then per "
-        "group (paper), over all tokens (DAPO), or over a fixed length (Dr. GRPO)."),
 }
 LAYERS = {  # the last part of a layer's id -> (name, formula, sentence)
     "embed": ("Token embedding", "x_t = E[o_t]", "Looks up a 64-number vector for each token id (28 tokens)."),
@@ -133,23 +110,4 @@ def describe_tiny_lm(snapshot: Snapshot, node: Node, conventions: Conventions | 
     if not is_tiny_lm_graph(snapshot) or (words := tiny_lm_meaning(node)) is None:
         return None
     name, formula, summary = words
-    key = HEAD_CONVENTIONS.get(node.metadata.module_template_id or "")
-    if conventions is not None and key is not None:
-        written = ct.FORMULAS[key](conventions)
-        if written != ct.FORMULAS[key](PAPER):  # the paper's stays in the per-token words above
-            formula = per_token(written) + (", then A_i,t = A_i for each token" if key == "advantages" else "")
-    return NodeMeaning(name, formula, summary)
-
-
-# The GRPO head's templates and the shared formula text (views/convention_text.py) that writes
-# each one under the conventions in force, per sample; `per_token` indexes it by token.
-HEAD_CONVENTIONS = {"model::GroupAdvantages": "advantages", "model::PolicyRatio": "ratio",
-                    "model::ClippedSurrogate": "clipped", "model::ReferencePenalty": "divergence"}
-PAPER = Conventions()
-_PER_SAMPLE = re.compile(r"\b(ρ|L|D|Δ)_i(?!,t|\w)")
-
-
-def per_token(formula: str) -> str:
-    """ "ρ_i = exp(log π_θ(o_i|q) − …)" -> "ρ_i,t = exp(log π_θ(o_i,t) − …)": the advantage stays
-    the completion's (A_i), every other per-sample symbol gets the token's index."""
-    return _PER_SAMPLE.sub(r"\1_i,t", formula).replace("(o_i|q)", "(o_i,t)")
+    return NodeMeaning(name, head_formula(node.metadata.module_template_id, formula, conventions), summary)
