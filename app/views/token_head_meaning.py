@@ -10,6 +10,21 @@ from app.engine.grpo.params import Conventions
 from app.views import convention_text as ct
 from app.views.numbers import MINUS
 
+# The three scoring copies of a token GRPO graph, by the root of their node ids
+SYMBOL = {"policy": "π_θ", "old_policy": "π_old", "reference_policy": "π_ref"}
+# The loss at the graph's top level, as every token kind's graph ends
+LOSS_WORDS = {
+    "torch.neg": ("Loss = −J", f"loss = {MINUS}J", "The one number training lowers."),
+    "Output": ("Loss", f"loss = {MINUS}J", "What the step returns: its gradient reaches every weight of π_θ."),
+}
+
+
+def scoring_copy(node_id: str) -> str:
+    """Which copy a node belongs to (policy, old_policy, reference_policy); the head's nodes: the policy."""
+    root = node_id.split("@", 1)[-1].split(".", 1)[0].split("#")[0]
+    return root if root in SYMBOL else "policy"
+
+
 HEAD_MODULES = {
     "model::TokenLogProbs": (
         "Token log-probs log {s}", f"log {{s}}(o_t) = z_t[o_t] {MINUS} log Σ_v exp(z_t[v])",

@@ -6,11 +6,9 @@ from __future__ import annotations
 from app.domain.snapshot import Node, Snapshot
 from app.engine.grpo.params import Conventions
 from app.views.meaning import NodeMeaning
-from app.views.numbers import MINUS
-from app.views.token_head_meaning import HEAD_MODULES, head_formula
+from app.views.token_head_meaning import HEAD_MODULES, LOSS_WORDS, SYMBOL, head_formula, scoring_copy
 
 MARKER = "model::ScoredLlama"  # a template only this graph has
-SYMBOL = {"policy": "π_θ", "old_policy": "π_old", "reference_policy": "π_ref"}
 ROLE = {
     "policy": "the copy being trained; the only one gradients reach",
     "old_policy": "the checkpoint as it sampled the group, frozen; it gives the ratio's denominator",
@@ -64,18 +62,12 @@ TOP = {
     "Input": ("Token ids, mask and rewards", None,
               "The group as data: the chat-formatted prompt plus right-padded answers (token ids), the 0/1 "
               "mask of real answer tokens, and each answer's reward."),
-    "torch.neg": ("Loss = −J", f"loss = {MINUS}J", "The one number training lowers."),
-    "Output": ("Loss", f"loss = {MINUS}J", "What the step returns: its gradient reaches every weight of π_θ."),
+    **LOSS_WORDS,
 }
 
 
-def _copy(node_id: str) -> str:
-    root = node_id.split("@", 1)[-1].split(".", 1)[0].split("#")[0]
-    return root if root in SYMBOL else "policy"
-
-
 def smollm_meaning(node: Node) -> tuple[str, str | None, str] | None:
-    copy = _copy(node.node_id)
+    copy = scoring_copy(node.node_id)
     fill = {"s": SYMBOL[copy], "role": ROLE[copy], "name": copy.replace("_", " ").capitalize()}
     suffix = "" if copy == "policy" else f" of {SYMBOL[copy]}"
     template = node.metadata.module_template_id

@@ -7,11 +7,9 @@ from __future__ import annotations
 from app.domain.snapshot import Node, Snapshot
 from app.engine.grpo.params import Conventions
 from app.views.meaning import NodeMeaning
-from app.views.numbers import MINUS
-from app.views.token_head_meaning import HEAD_MODULES, head_formula
+from app.views.token_head_meaning import HEAD_MODULES, LOSS_WORDS, SYMBOL, head_formula, scoring_copy
 
 MARKER = "model::ScoredLM"  # a template only this graph has
-SYMBOL = {"policy": "π_θ", "old_policy": "π_old", "reference_policy": "π_ref"}
 ROLE = {
     "policy": "the model being trained; the only copy gradients reach",
     "old_policy": "a frozen copy from when the group was sampled; it gives the ratio's denominator",
@@ -54,8 +52,7 @@ TOP = {
     "Input": ("Token ids, mask and rewards", None,
               "The group as data: prompt plus right-padded completions (token ids), the 0/1 mask of real "
               "tokens, and each completion's reward."),
-    "torch.neg": ("Loss = −J", f"loss = {MINUS}J", "The one number training lowers."),
-    "Output": ("Loss", f"loss = {MINUS}J", "What the step returns: its gradient reaches every weight of π_θ."),
+    **LOSS_WORDS,
 }
 
 
@@ -63,14 +60,9 @@ def is_tiny_lm_graph(snapshot: Snapshot) -> bool:
     return MARKER in snapshot.module_template_ids
 
 
-def _copy(node_id: str) -> str:
-    root = node_id.split("@", 1)[-1].split(".", 1)[0].split("#")[0]
-    return root if root in SYMBOL else "policy"
-
-
 def tiny_lm_meaning(node: Node) -> tuple[str, str | None, str] | None:
     """(name, formula, sentence) for a node of the tiny-LM graph, or None for the generic words."""
-    copy = _copy(node.node_id)
+    copy = scoring_copy(node.node_id)
     fill = {"s": SYMBOL[copy], "role": ROLE[copy], "name": copy.replace("_", " ").capitalize()}
     template = node.metadata.module_template_id
     if template in MODULES:
