@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.engine.grpo.params import Conventions  # torch-free: pydantic and the presets only
 from app.engine.grpo.token_records import TensorSummary, TokenRecord
 
 Nested = list  # nested lists of floats (or ints for token ids)
@@ -73,7 +74,7 @@ class SmolCompletion:
 
 @dataclass(frozen=True)
 class SmolStepResult:
-    params: object  # SmolParams (typed loosely: this module imports no engine code)
+    params: Conventions  # the SmolParams the step ran with (typed by its base: no torch here)
     device: str
     dtype: str
     task_name: str

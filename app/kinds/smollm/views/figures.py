@@ -92,7 +92,7 @@ def group_figure(result: SmolStepResult) -> GroupFigure:
     p = result.params
     rewards = [c.reward_used for c in result.completions]
     mean = sum(rewards) / len(rewards)
-    sample = getattr(p, "advantage_std", "population") == "sample"
+    sample = p.advantage_std == "sample"
     n = len(rewards) - 1 if sample else len(rewards)
     spread = math.sqrt(sum((r - mean) ** 2 for r in rewards) / n) if n > 0 else 0.0
     biggest = max((abs(c.advantage) for c in result.completions), default=0.0) or 1.0
@@ -106,7 +106,7 @@ def group_figure(result: SmolStepResult) -> GroupFigure:
             ratios.append(t.ratio)
         rows.append(AnswerRow(i, c.text, c.length, c.stopped, tuple(c.reward_parts.items()), c.reward, c.advantage,
                               100 * abs(c.advantage) / biggest, tuple(chips), sum(ch.clipped for ch in chips)))
-    return GroupFigure(tuple(rows), mean, spread, str(getattr(p, "advantage_std", "population")),
+    return GroupFigure(tuple(rows), mean, spread, str(p.advantage_std),
                        float(p.advantage_epsilon), eps_low, eps_high, len(set(rewards)) == 1,
                        min(ratios, default=1.0), max(ratios, default=1.0), sum(r.clipped for r in rows), len(ratios))
 

@@ -61,7 +61,7 @@ def read_smol_query(query: Mapping[str, str]) -> SmolQuery:
     try:
         return SmolQuery(SmolParams(**values), completion, head, raw)
     except ValidationError as exc:
-        refused = {}
+        refused: dict[str, str] = {}
         for err in exc.errors():
             name = str(err["loc"][0]) if err.get("loc") else "request"
             refused.setdefault(name, err.get("msg", "invalid").removeprefix("Value error, "))
