@@ -88,6 +88,16 @@ class JobClient:
             self._nudge()  # with runner threads (JOB_RUNNER=thread), someone waits: make sure they run
         return job
 
+    def ahead(self, job: JobRecord) -> int | None:
+        """For a queued job: how many jobs of its lane (one runner each) are running or were queued before
+        it, so a page can say where it waits; None for a job that is not queued. An estimate: runners take
+        clients in turn, so another client's later first job may still go before it."""
+        if job.state != "queued" or job.task not in self.tasks:
+            return None
+        lane = {name for name, task in self.tasks.items() if task.lane == self.task(job.task).lane}
+        return sum(1 for other in self.store.listing() if other.task in lane and other.id != job.id and (
+            other.state == "running" or (other.state == "queued" and other.created_at < job.created_at)))
+
     def result(self, job: JobRecord) -> Any | None:
         """A done job's result, decoded (once per process and id); None if it is not done (or was deleted)."""
         if job.state != "done":

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from app.domain.training_paths import PATH_IDS, URL_KEY
 from app.engine.grpo.params import OFF
 from app.kinds.smollm.engine.params import SmolParams
 from app.views.urls import query_value
@@ -26,6 +27,7 @@ class SmolQuery:
     head: int = 0
     raw: dict[str, str] = field(default_factory=dict)  # the parameters as typed
     refused: dict[str, str] | None = None  # field -> why, when the typed parameters were refused
+    process: str | None = None  # the training path the paths panel shows (?process=r1-zero)
 
     def query(self) -> dict[str, str]:
         """The non-default parameters, then the view's indices (views/view_state.py's KindState)."""
@@ -39,11 +41,13 @@ class SmolQuery:
             q["completion"] = str(self.completion)
         if self.head:
             q["head"] = str(self.head)
+        if self.process:
+            q[URL_KEY] = self.process
         return q
 
     def with_view(self, **change) -> SmolQuery:
         return SmolQuery(self.params, change.get("completion", self.completion), change.get("head", self.head),
-                         self.raw, self.refused)
+                         self.raw, self.refused, change.get("process", self.process))
 
 
 def _index(raw: str | None, name: str) -> int:
@@ -58,11 +62,14 @@ def read_smol_query(query: Mapping[str, str]) -> SmolQuery:
     raw = {k: v.strip() for k in FIELDS if (v := query.get(k)) is not None and v.strip() != ""}
     values = {k: (None if v == OFF else v) for k, v in raw.items()}
     completion, head = _index(query.get("completion"), "completion"), _index(query.get("head"), "head")
+    process = query.get(URL_KEY) or None
+    if process is not None and process not in PATH_IDS:
+        raise BadSmolView(f"{URL_KEY} must be one of {', '.join(PATH_IDS)}, got {process!r}")
     try:
-        return SmolQuery(SmolParams(**values), completion, head, raw)
+        return SmolQuery(SmolParams(**values), completion, head, raw, process=process)
     except ValidationError as exc:
         refused: dict[str, str] = {}
         for err in exc.errors():
             name = str(err["loc"][0]) if err.get("loc") else "request"
             refused.setdefault(name, err.get("msg", "invalid").removeprefix("Value error, "))
-        return SmolQuery(SmolParams(), completion, head, raw, refused)
+        return SmolQuery(SmolParams(), completion, head, raw, refused, process)

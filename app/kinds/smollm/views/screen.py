@@ -70,6 +70,7 @@ class SmolScreen(Screen):
     poll_url: str = ""  # the GET the progress box polls
     wide: WideView | None = None
     model_label: str = MODEL_LABEL
+    paths: Any = None  # views/run_panel.py's RunPanel: the training-paths panel
 
     parts: ClassVar = {"lead": "smollm/figures.html", "inspector": "smollm/wide_node.html",
                        "form": "smollm/form.html", "panels": "smollm/paths.html"}
@@ -143,7 +144,7 @@ def _wide_view(step: SmolStepResult, node_id: str, completion: int) -> WideView 
 
 
 def build_smol_screen(snapshot: Snapshot, state: ViewState[SmolQuery], run: RunState,
-                      step: SmolStepResult | None, start_url: str, poll_url: str) -> SmolScreen:
+                      step: SmolStepResult | None, start_url: str, poll_url: str, paths: Any = None) -> SmolScreen:
     q = state.own
     result = recorded(step) if step is not None else None
     shapes = {nid: rec.shape for nid, rec in result.nodes.items()} if result else None
@@ -159,4 +160,4 @@ def build_smol_screen(snapshot: Snapshot, state: ViewState[SmolQuery], run: RunS
         if step is not None and head is None:
             wide = _wide_view(step, state.node, q.completion)
     return SmolScreen(snapshot, state, snapshot.step_index(state.step_id), graph, inspector, result=result,
-                      query=q, run=run, start_url=start_url, poll_url=poll_url, wide=wide)
+                      query=q, run=run, start_url=start_url, poll_url=poll_url, wide=wide, paths=paths)

@@ -9,17 +9,20 @@ from fastapi import FastAPI, Request
 
 from app.domain.catalog import CatalogEntry, Featured
 from app.engine.jobs.tasks import JobTask, Progress
-from app.kinds.smollm.engine import checkpoint, export_target, step_task
+from app.kinds.smollm.engine import checkpoint, export_target, run_task, step_task
 from app.kinds.smollm.engine.node_map import KIND_ID, is_smollm_runnable
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.views.meaning import describe_smollm
 from app.kinds.smollm.views.story import STORIES
-from app.kinds.smollm.web import pages
+from app.kinds.smollm.web import pages, paths
+from app.web.conventions_query import conventions_from
+from app.web.errors import NotRunnable
 from app.web.kind import Kind
 
 
 def install(app: FastAPI) -> None:
     app.include_router(pages.router)
+    app.include_router(paths.router)
 
 
 def _run(params: Mapping[str, Any], progress: Progress):
@@ -31,6 +34,34 @@ def _run(params: Mapping[str, Any], progress: Progress):
 
 # Its own lane: a step of tens of seconds never waits behind the tiny LM's paths, nor they behind it.
 STEP_TASK = JobTask(KIND_ID, step_task.TASK, _run, step_task.TYPES, step_task.payload, step_task.title, lane="real")
+
+
+def _run_path(params: Mapping[str, Any], progress: Progress):
+    from app.web.settings import Settings
+    return run_task.run(params, progress, Settings().resolved_data_dir)
+
+
+# The same lane as the steps: one runner, one copy of the weights; a step asked for during a run waits
+# behind it (the page says how many runs are ahead).
+RUN_TASK = JobTask(KIND_ID, run_task.TASK, _run_path, run_task.TYPES, run_task.payload, run_task.title, lane="real")
+
+
+def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
+    """The paths API's run: R1-Zero only (R1 and distillation: KeyError, a 404), `seed`, `scale` (× 20 steps)
+    and the conventions (`preset` and overrides)."""
+    if query.get("iterations_scale") is not None:
+        raise ValueError("iterations_scale: the toy's parameter; this model's path takes `scale`")
+    scale = 1.0 if query.get("scale") is None else float(query["scale"])
+    low, high = run_task.SCALE_RANGE
+    if not low <= scale <= high:
+        raise ValueError(f"scale: {scale:g} is outside [{low}, {high}]")
+    seed = paths.DEFAULT_SEED if query.get("seed") is None else int(query["seed"])
+    given = query.get("conventions") or {}
+    conventions = conventions_from(given) if given else None
+    if checkpoint.find_gguf() is None:
+        raise NotRunnable(f"the real model's checkpoint is not installed on this server ({checkpoint.INSTALL_HINT})")
+    return run_task.TASK, run_task.path_params(path, run_task.run_params(seed, scale, conventions),
+                                               request.app.state.device)
 
 
 def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict[str, Any]]]:
@@ -58,7 +89,7 @@ FEATURED = Featured(
 
 KIND = Kind(id=KIND_ID, title="A real pretrained model: SmolLM2-135M-Instruct",
             matches=is_smollm_runnable, step_page=pages.step_page, install=install,
-            templates=Path(__file__).resolve().parents[1] / "templates", tasks=(STEP_TASK,),
+            templates=Path(__file__).resolve().parents[1] / "templates", tasks=(STEP_TASK, RUN_TASK), path_job=path_job,
             static=Path(__file__).resolve().parents[1] / "static", stylesheets=("smollm.css",),
             describe=describe_smollm, step_jobs=step_jobs, waits_for_jobs=False, default_runs=default_runs,
             featured=(FEATURED,),

@@ -14,6 +14,7 @@ from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import checkpoint, step_task
 from app.kinds.smollm.views.query import BadSmolView, SmolQuery, read_smol_query
 from app.kinds.smollm.views.screen import RunState, build_smol_screen
+from app.kinds.smollm.web.paths import build_panel
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.deps import CatalogDep, DeviceDep, find_loaded
@@ -68,11 +69,13 @@ def step_page(asked: StepRequest) -> Response:
     if result is not None:
         _check_view(result, q)
     poll = f"{URLS.walkthrough(walkthrough_id)}/smollm-progress?{urlencode({**q.query(), 'step': step_id})}"
-    screen = build_smol_screen(snapshot, state, run, result, state.url(snapshot), poll)
+    panel = build_panel(walkthrough_id, step_id, q, asked.device)
+    screen = build_smol_screen(snapshot, state, run, result, state.url(snapshot), poll, panel)
     context = step_context(screen, asked.catalog)
     if q.refused is not None:
         return refused_form(request, FORM, "smol-form", context)
-    return step_response(request, screen, context, None if run.state == "done" else {"Cache-Control": NO_STORE})
+    still = run.state != "done" or panel.view is None  # the step or the paths panel may still change
+    return step_response(request, screen, context, {"Cache-Control": NO_STORE} if still else None)
 
 
 def _check_view(result, q: SmolQuery) -> None:

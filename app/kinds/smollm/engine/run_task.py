@@ -1,0 +1,75 @@
+"""The real model's R1-Zero run as a job (app/engine/jobs): minutes of CPU, so only a POST queues it and
+the runner of the kind's lane computes it with its one copy of the weights (checkpoint.load); pages and
+the paths API read the stored result. R1 and distillation are not offered on this model (their cold start
+and teacher would be runs of their own; the page says so and links the tiny LM's)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from app.engine.grpo.params import Conventions
+from app.engine.jobs.tasks import Progress
+from app.kinds.smollm.engine.run_params import DEFAULT_STEPS, SmolRunParams
+from app.kinds.smollm.engine.run_records import RunAnswer, RunPoint, SmolRunResult
+
+TASK = "smollm_path"
+PATHS = ("r1-zero",)  # the paths this model runs
+TYPES = (SmolRunResult, RunPoint, RunAnswer, SmolRunParams)
+STAGES_PER_STEP = 3  # sampling, scoring, update (r1_zero_run.STAGES)
+SCALE_RANGE = (0.05, 5.0)  # × the walkthrough's 20 steps: 1 to 100 steps
+
+
+def steps_for(scale: float) -> int:
+    return max(1, round(DEFAULT_STEPS * scale))
+
+
+def run_params(seed: int, scale: float = 1.0, conventions: Conventions | None = None) -> SmolRunParams:
+    """The run's parameters: the conventions given (their max_length only when set: else the token budget)."""
+    fields: dict[str, Any] = {}
+    if conventions is not None:
+        fields = conventions.model_dump(exclude=None if "max_length" in conventions.model_fields_set
+                                        else {"max_length"})
+    return SmolRunParams(**{**fields, "seed": seed, "steps": steps_for(scale)})
+
+
+def path_params(path: str, params: SmolRunParams, device: str) -> dict[str, Any]:
+    if path not in PATHS:
+        raise KeyError(path)
+    return {"path": path, "run": params.model_dump(mode="json"), "device": device}
+
+
+def params_of(job_params: Mapping[str, Any]) -> SmolRunParams:
+    return SmolRunParams(**job_params["run"])
+
+
+def run(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) -> SmolRunResult:
+    from app.kinds.smollm.engine import checkpoint
+    from app.kinds.smollm.engine.r1_zero_run import STAGES, run_r1_zero
+
+    params = params_of(job_params)
+    total = params.steps * STAGES_PER_STEP
+
+    def report(stage: str, step: int, steps: int) -> None:
+        progress(stage, step + 1, step * STAGES_PER_STEP + STAGES.index(stage), total)
+
+    loaded = checkpoint.load(data_dir)
+    return run_r1_zero(params, loaded, str(job_params["device"]), progress=report)
+
+
+def title(job_params: Mapping[str, Any]) -> str:
+    p = job_params["run"]
+    return (f"SmolLM2 {job_params['path']}: {p['steps']} steps, G {p['group_size']} x {p['max_new_tokens']} tokens, "
+            f"seed {p['seed']} ({job_params['device']})")
+
+
+def payload(job_params: Mapping[str, Any], result: SmolRunResult) -> dict[str, Any]:
+    """The paths API's `result`: every step's logged numbers and its answers."""
+    return {"seconds": result.seconds, "device": result.device, "prompts": list(result.task_names),
+            "steps": [{"step": p.step, "prompt": p.task_name, "reward_mean": p.reward_mean,
+                       "reward_parts": p.part_means, "tied": p.tied, "length_mean": p.length_mean,
+                       "stopped_share": p.stopped_share, "kl_mean": p.kl_mean, "clip_share": p.clip_share,
+                       "loss": p.loss, "grad_norm": p.grad_norm, "seconds": p.seconds,
+                       "answers": [{"text": a.text, "reward": a.reward, "advantage": a.advantage,
+                                    "length": a.length, "stopped": a.stopped} for a in p.answers]}
+                      for p in result.points]}

@@ -1,0 +1,90 @@
+"""The real model's training-paths panel on every step page, and its own two routes: GET the panel alone
+(what it polls while R1-Zero runs; a GET never starts one) and POST its Run (queued, rate-limited and
+bounded as every start is, app/web/jobs/start.py). Thin: views/run_panel.py draws, engine/run_task.py runs."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import RedirectResponse
+
+from app.domain.catalog import CatalogEntry
+from app.domain.training_paths import PATH_IDS
+from app.engine.jobs.client import JOBS
+from app.kinds.smollm.engine import checkpoint, run_task
+from app.kinds.smollm.engine.node_map import KIND_ID
+from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.views.query import SmolQuery
+from app.kinds.smollm.views.run_panel import TINY_LM_PATHS, WHY_NOT, RunPanel, path_tabs, run_view
+from app.views.urls import URLS
+from app.web.deps import CatalogDep, DeviceDep, find_loaded
+from app.web.errors import NotFound
+from app.web.jobs.start import start_jobs
+from app.web.rendering import render, wants_fragment
+
+PANEL = "smollm/paths.html"
+DEFAULT_SEED = 0
+NO_STORE = "no-store"
+router = APIRouter(include_in_schema=False)
+
+
+def r1_zero_job(device: str) -> tuple[str, dict]:
+    """The panel's run: R1-Zero at its defaults (20 steps, G 8 x 32 tokens, seed 0) on the server's device."""
+    return run_task.TASK, run_task.path_params("r1-zero", run_task.run_params(DEFAULT_SEED), device)
+
+
+def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str) -> RunPanel:
+    path = q.process or "r1-zero"
+    task, params = r1_zero_job(device)
+    run = run_task.params_of(params)
+    job = JOBS.find(task, params) if checkpoint.find_gguf() is not None else None
+    result = JOBS.result(job) if job is not None and job.state == "done" else None
+    base = f"{URLS.walkthrough(walkthrough_id)}/smollm-paths/r1-zero?step={step_id}"
+    waiting = job is not None and not job.finished
+
+    def page(p: str) -> str:
+        return URLS.step(walkthrough_id, step_id, q.with_view(process=p).query()) + "#smol-paths"
+
+    return RunPanel(path, path_tabs(path, page), job, run_view(result) if result is not None else None,
+                    start_url=base, poll_url=f"{base}&process={path}" if waiting else None,
+                    why_not=WHY_NOT.get(path), tiny_lm_url=TINY_LM_PATHS.format(path=path), steps=run.steps,
+                    group_size=run.group_size, max_new_tokens=run.max_new_tokens,
+                    queue_place=JOBS.ahead(job) if job is not None else None)
+
+
+def _entry(cat, walkthrough_id: str, path: str) -> CatalogEntry:
+    entry = find_loaded(cat, walkthrough_id)
+    if entry.kind != KIND_ID or path not in run_task.PATHS:
+        raise NotFound(f"no training path {path!r} runs on walkthrough {walkthrough_id!r}")
+    return entry
+
+
+def _step_id(entry: CatalogEntry, step: str) -> str:
+    assert entry.snapshot is not None
+    return step if step in {s.id for s in entry.snapshot.steps} else entry.snapshot.opening_step_id
+
+
+@router.get("/walkthroughs/{walkthrough_id}/smollm-paths/{path}")
+def paths_panel(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, step: str = "",
+                process: str = "r1-zero"):
+    """The panel alone, as it polls itself while the run is queued or going."""
+    entry = _entry(cat, walkthrough_id, path)
+    if process not in PATH_IDS:
+        raise NotFound(f"process must be one of {', '.join(PATH_IDS)}, got {process!r}")
+    panel = build_panel(walkthrough_id, _step_id(entry, step), SmolQuery(SmolParams(), process=process), dev)
+    headers = {"Cache-Control": NO_STORE} if panel.poll_url or panel.view is None else None
+    return render(request, PANEL, PANEL, {"paths": panel}, headers=headers)
+
+
+@router.post("/walkthroughs/{walkthrough_id}/smollm-paths/{path}")
+async def start_run(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep,
+                    step: str = ""):
+    """The panel's Run, or Try again after a failure: the run queued, then the panel (htmx) or the page."""
+    entry = _entry(cat, walkthrough_id, path)
+    if checkpoint.find_gguf() is None:
+        raise NotFound("the real model's checkpoint is not installed on this server")
+    await start_jobs(request, [r1_zero_job(dev)])  # a failed run is queued again
+    step_id = _step_id(entry, step)
+    if wants_fragment(request):
+        return await run_in_threadpool(paths_panel, request, walkthrough_id, path, cat, dev, step_id)
+    return RedirectResponse(URLS.step(walkthrough_id, step_id, {"process": "r1-zero"}) + "#smol-paths",
+                            status_code=303)
