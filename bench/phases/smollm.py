@@ -22,6 +22,9 @@ temporary data directory (removed after):
   from the stored result (each compute worker decodes the result once), the second is the response
   cache's; then one more with `Accept-Encoding: identity` (another response-cache key: rendered again,
   by a worker that has rendered smollm pages before). The target is on the slowest first GET.
+- R1-Zero run: a third process over the same directory (cached load) runs `run_r1_zero(SmolRunParams())`,
+  the paths panel's run (20 steps of G 8 x 32 tokens), threads as the runner sets them: its wall time, the
+  median step, the peak RSS, and per step the mean reward, length, KL and whether the group tied.
 - graph layout, in this process: `build_graph_view` on the shipped snapshot
   walkthroughs/smollm_grpo.tensorviz.json as app/views/screen.py calls it, (a) the overview (every module
   closed, compact) and (b) policy and policy.blocks.12 open, each with graph_dot's caches cleared first,
@@ -53,6 +56,7 @@ STEPS = ("sample", "advantages", "ratio", "blocks", "attention", "update")
 STAGES = ("sampling", "scoring", "inner steps", "record", "summaries", "update")  # run_smol_step's stage_seconds
 GROUP_SIZE, NEW_TOKENS = 8, 48  # the issue's step (SmolParams' defaults)
 SMOKE_GROUP_SIZE, SMOKE_NEW_TOKENS = 2, 6
+RUN, RUN_SMOKE = (20, 8, 32), (2, 2, 6)  # the R1-Zero run's (steps, G, T): the panel's run (SmolRunParams' defaults)
 TINY_BLOCKS = 13  # the suite's tiny GGUF (tests/conftest.py): block 12, the default attention block, exists
 SNAPSHOT = ROOT / "walkthroughs" / f"{WALKTHROUGH}.tensorviz.json"
 EXPANDED = ("policy", "policy.blocks.12")  # the view (b) of the layout
@@ -101,14 +105,39 @@ def _child_step(data_dir: Path, group_size: int, new_tokens: int, device: str) -
     return out
 
 
+def _child_run(data_dir: Path, steps: int, group_size: int, new_tokens: int, device: str) -> dict:
+    """R1-Zero on the model (engine/r1_zero_run.py) as its job runs it: threads as the runner sets them."""
+    from app.engine.runtime.device import set_threads
+    from app.web.settings import Settings
+
+    threads = Settings().torch_threads
+    set_threads(threads)
+    out, loaded = _child_load(data_dir)
+    from app.kinds.smollm.engine.r1_zero_run import run_r1_zero
+    from app.kinds.smollm.engine.run_params import SmolRunParams
+
+    t0 = time.perf_counter()
+    result = run_r1_zero(SmolRunParams(steps=steps, group_size=group_size, max_new_tokens=new_tokens), loaded, device)
+    wall = time.perf_counter() - t0
+    points = result.points
+    out.update(run_s=wall, torch_threads=threads, device=device, steps=len(points),
+               step_seconds=[p.seconds for p in points], rewards=[p.reward_mean for p in points],
+               lengths=[p.length_mean for p in points], kls=[p.kl_mean for p in points],
+               tied=[p.tied for p in points], maxrss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
 def _child(argv: list[str]) -> int:
     what, data_dir = argv[0], Path(argv[1])
     if what == "load":
         out = _child_load(data_dir)[0]
     elif what == "step":
         out = _child_step(data_dir, int(argv[2]), int(argv[3]), argv[4])
+    elif what == "run":
+        out = _child_run(data_dir, int(argv[2]), int(argv[3]), int(argv[4]), argv[5])
     else:
-        raise SystemExit(f"usage: python -m bench.phases.smollm load|step DATA_DIR [G T DEVICE], not {argv}")
+        raise SystemExit(f"usage: python -m bench.phases.smollm load|step|run DATA_DIR [(STEPS) G T DEVICE], "
+                         f"not {argv}")
     print(json.dumps(out))
     return 0
 
@@ -173,6 +202,15 @@ def smollm_phase(args, figures: dict, details: dict, log_path: Path) -> None:
         for stage in STAGES:
             figures[stage_key(stage)] = step["stage_seconds"][stage]
         log(f"smollm step: {step['step_s']:.1f} s ({step['stage_seconds']}), peak RSS {step['maxrss_mb']:.0f} MB")
+        steps, run_g, run_t = (RUN_SMOKE if args.smoke else RUN)
+        log(f"smollm R1-Zero run: {steps} steps of G {run_g} x {run_t} on {args.resolved_device}...")
+        run = _run_child(args, env, "run", str(data), str(steps), str(run_g), str(run_t), args.resolved_device)
+        runs["run"] = run
+        figures.update(smol_run_steps=run["steps"], smol_run_group_size=run_g, smol_run_new_tokens=run_t,
+                       smol_run_s=run["run_s"], smol_run_step_median_s=median(run["step_seconds"]),
+                       smol_run_peak_rss_mb=run["maxrss_mb"])
+        log(f"smollm R1-Zero run: {run['run_s']:.1f} s (median step {median(run['step_seconds']):.1f} s), "
+            f"rewards {[round(r, 3) for r in run['rewards']]}, peak RSS {run['maxrss_mb']:.0f} MB")
         details["smollm"] = {"gguf": str(gguf), "smoke": args.smoke, "device": args.resolved_device,
                              "group_size": group_size, "new_tokens": new_tokens, "runs": runs}
         _pages(args, figures, details, log_path, env, data, group_size, new_tokens)

@@ -186,6 +186,7 @@ URLS = {  # every /api operation of the document, as a URL that reaches its hand
     "/api/processes/compare": "/api/processes/compare",
     "/api/processes/{process_id}": "/api/processes/r1",
     "/api/walkthroughs/{walkthrough_id}/paths/{path}": "/api/walkthroughs/toy_grpo/paths/r1",
+    "/api/walkthroughs/{walkthrough_id}/smollm-step": "/api/walkthroughs/smollm_grpo/smollm-step",
 }
 
 
@@ -194,7 +195,8 @@ def test_known_names_are_the_documented_parameters(client, openapi):
     operations = {(path, method) for path, ops in openapi["paths"].items() if path.startswith("/api") for method in ops}
     posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post"),
              ("/api/processes/{process_id}", "post"), ("/api/processes/compare", "post"),  # POSTs start runs
-             ("/api/walkthroughs/examples/{name}", "post")}  # and open a shipped example record
+             ("/api/walkthroughs/examples/{name}", "post"),  # and open a shipped example record
+             ("/api/walkthroughs/{walkthrough_id}/smollm-step", "post")}
     # a recorded step's routes need a record: one is uploaded (tests/record_factory.py)
     upload = client.post("/api/walkthroughs", files={"file": ("r.json", json.dumps(make_record()), "application/json")})
     record_id = upload.json()["id"]

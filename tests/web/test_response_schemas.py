@@ -229,6 +229,8 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
     # a job: 202 while queued or running, with the same body as its 200
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", {"202": PathJobBody, "404": NotStartedBody, "409": ErrorBody,
                                                          "422": ValidationErrorBody, "503": ErrorBody}),
+    ("/api/walkthroughs/{walkthrough_id}/smollm-step", {"202": PathJobBody, "404": NotStartedBody, "409": ErrorBody,
+                                                        "422": ValidationErrorBody, "503": ErrorBody}),
 ]
 
 
@@ -347,6 +349,8 @@ REAL_ERRORS = [
     ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1&seed=77", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/ppo", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?iterations_scale=9", 422),
+    ("/api/walkthroughs/{walkthrough_id}/smollm-step", "/api/walkthroughs/smollm_grpo/smollm-step?seed=77", 404),
+    ("/api/walkthroughs/{walkthrough_id}/smollm-step", "/api/walkthroughs/smollm_grpo/smollm-step?group_size=99", 422),
 ]
 MODELS = {ref(m): m for m in (ErrorBody, ValidationErrorBody, NotStartedBody)}
 

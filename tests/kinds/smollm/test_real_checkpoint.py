@@ -33,7 +33,11 @@ def gguf_installed():
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
-    return checkpoint.load(tmp_path_factory.mktemp("smollm-data"))
+    # A module's fixtures are set up before any test's own (the autouse delenv above comes too late for this
+    # one): without its own patch it would load conftest's tiny GGUF whenever it is the first to load.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(checkpoint.GGUF_ENV, raising=False)
+        return checkpoint.load(tmp_path_factory.mktemp("smollm-data"))
 
 
 @needs_file

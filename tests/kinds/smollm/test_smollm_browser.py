@@ -63,3 +63,29 @@ def test_a_step_nobody_computed_runs_from_its_button_and_opens_itself(make_conte
     assert dict(parse_qsl(url.query)) == {"group_size": "2", "max_new_tokens": "6", "seed": "5"}
     assert page.locator("#group-advantages tbody tr").count() == 2
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
+
+
+@pytest.mark.slower_tier  # the default R1-Zero run: 20 steps of G 8 x 32 on the tiny GGUF, ~40 s
+def test_r1_zero_runs_from_the_panel_and_the_reader_stays_where_they_waited(make_context, shot):
+    page = make_context(viewport={"width": 390, "height": 844}).new_page()
+    page.goto(f"{BASE}/steps/sample?process=r1-zero#smol-paths")
+    wait_settled(page)
+    page.locator("#smol-path-run").scroll_into_view_if_needed()
+    page.locator("#smol-path-run").click()
+    page.wait_for_selector("#smol-path-progress, #smol-findings", timeout=30_000)
+    waited_at = page.evaluate("window.scrollY")
+    page.wait_for_selector("#smol-findings", timeout=300_000)
+    wait_settled(page)
+    assert abs(page.evaluate("window.scrollY") - waited_at) < 200, "the finished run must not move the page"
+    top = page.locator("#smol-paths").bounding_box()
+    assert top is not None and top["y"] < 844 and top["y"] + top["height"] > 0, "the panel is still in view"
+    assert page.locator("#smol-curves figure").count() == 3
+    assert page.locator("#smol-run-prompts tbody tr").count() == 6
+    assert page.locator("#smol-findings li").first.inner_text().startswith("Mean reward over one pass of the 6 prompts")
+    for size, (width, height) in SIZES.items():
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{BASE}/steps/sample?process=r1-zero#smol-paths")
+        wait_settled(page)
+        assert page.evaluate(NO_SIDEWAYS_SCROLL), size
+        page.locator("#smol-paths").scroll_into_view_if_needed()
+        shot(page, f"r1-zero-{size}")

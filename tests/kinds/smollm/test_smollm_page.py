@@ -8,7 +8,6 @@ import time
 
 import pytest
 from bs4 import BeautifulSoup
-from paths import ROOT
 
 from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import step_task
@@ -25,12 +24,6 @@ HX = {"HX-Request": "true"}
 
 def soup(response):
     return BeautifulSoup(response.text, "html.parser")
-
-
-@pytest.fixture(scope="module")
-def client(make_client, tmp_path_factory):
-    return make_client(walkthroughs_dir=ROOT / "walkthroughs", data_dir=tmp_path_factory.mktemp("smol"),
-                       follow_redirects=False)
 
 
 @pytest.fixture(scope="module")

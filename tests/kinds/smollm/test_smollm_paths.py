@@ -10,9 +10,10 @@ import time
 
 import pytest
 from bs4 import BeautifulSoup
-from paths import ROOT
 
 from app.engine.jobs.client import JOBS
+from app.kinds.smollm.engine import step_task
+from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.web.paths import r1_zero_job
 from app.stores.jobs import JobRecord
 
@@ -22,12 +23,6 @@ API = f"/api{BASE}/paths"
 
 def soup(response):
     return BeautifulSoup(response.text, "html.parser")
-
-
-@pytest.fixture(scope="module")
-def client(make_client, tmp_path_factory):
-    return make_client(walkthroughs_dir=ROOT / "walkthroughs", data_dir=tmp_path_factory.mktemp("smol-paths"),
-                       follow_redirects=False)
 
 
 def test_the_api_runs_r1_zero_and_a_get_never_starts_it(client):
@@ -96,3 +91,15 @@ def test_a_queued_run_says_how_many_are_ahead(client, monkeypatch):
     monkeypatch.setattr(JOBS, "find", lambda t, p: running)
     text = soup(client.get(f"{BASE}/smollm-paths/r1-zero?step=sample")).select_one("#smol-paths").get_text(" ")
     assert "Step 4 of 20: sampling (16%)" in " ".join(text.split())
+
+
+def test_a_queued_step_says_how_many_runs_are_ahead(client, monkeypatch):
+    params = step_task.step_params(SmolParams(group_size=3, max_new_tokens=5), "cpu")
+    waiting = JobRecord(id="e" * 64, kind="smollm", task=step_task.TASK, params=params, code_version="v",
+                        device="cpu", title="step", state="queued", stage="", step=0, done=0, total=0, fraction=0.0,
+                        runner=None, attempts=0, created_at=time.time(), started_at=None, finished_at=None,
+                        seconds=None, error=None)
+    monkeypatch.setattr(JOBS, "find", lambda t, p: waiting if (t, p) == (step_task.TASK, params) else None)
+    monkeypatch.setattr(JOBS, "ahead", lambda job: 1 if job is waiting else None)
+    box = client.get(f"{BASE}/smollm-progress?group_size=3&max_new_tokens=5&step=sample", headers={"HX-Request": "true"})
+    assert "one run of this model at a time), 1 run ahead of it." in " ".join(soup(box).get_text(" ").split())

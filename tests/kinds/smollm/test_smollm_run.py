@@ -89,7 +89,7 @@ def independent_run(loaded, params: SmolRunParams):
         loss.backward()
         grad_norm = float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in policy.parameters())))
         optimiser.step()
-        out.append((rewards.tolist(), float(kl.detach().sum() / m.sum()), float(loss), grad_norm))
+        out.append((rewards.tolist(), float(kl.detach().sum() / m.sum()), float(loss.detach()), grad_norm))
     return out
 
 

@@ -108,11 +108,15 @@ def findings(result: SmolRunResult) -> tuple[str, ...]:
     peak = max(range(len(kls)), key=kls.__getitem__)
     out.append(f"KL to the reference per token: 0 at step 0 (the policy starts as the checkpoint), "
                f"{_n(kls[-1])} at the last step, largest {_n(kls[peak])} at step {peak}.")
-    tied = [p.step for p in points if p.tied]
+    tied = [p for p in points if p.tied]
     if tied:
+        steps = ", ".join(str(p.step) for p in tied[:8]) + (" …" if len(tied) > 8 else "")
+        at = sorted({p.reward_mean for p in tied}, reverse=True)
         out.append(f"{len(tied)} of {len(points)} groups tied (every answer the same reward, so every advantage 0): "
-                   f"step{'s' if len(tied) > 1 else ''} {', '.join(map(str, tied[:8]))}{' …' if len(tied) > 8 else ''} "
-                   "moved the policy only through the KL term.")
+                   f"step{'s' if len(tied) > 1 else ''} {steps} "
+                   "moved the policy only through the KL term. "
+                   f"Tied at reward {' / '.join(_n(r) for r in at[:4])}: "
+                   "a group tied at its best has nothing left to learn from that prompt; one tied at 0, nothing yet.")
     else:
         out.append(f"No group tied: each of the {len(points)} steps had answers with different rewards.")
     if all(p.clip_share == 0 for p in points):

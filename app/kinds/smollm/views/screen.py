@@ -33,6 +33,7 @@ class RunState:
     error: str | None = None
     seconds: float | None = None
     install_hint: str = ""
+    ahead: int | None = None  # a queued step: runs of this model's runner ahead of it (JobClient.ahead)
 
     @property
     def waiting(self) -> bool:

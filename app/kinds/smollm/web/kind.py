@@ -14,13 +14,14 @@ from app.kinds.smollm.engine.node_map import KIND_ID, is_smollm_runnable
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.views.meaning import describe_smollm
 from app.kinds.smollm.views.story import STORIES
-from app.kinds.smollm.web import pages, paths
+from app.kinds.smollm.web import api, pages, paths
 from app.web.conventions_query import conventions_from
 from app.web.errors import NotRunnable
 from app.web.kind import Kind
 
 
 def install(app: FastAPI) -> None:
+    app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(paths.router)
 

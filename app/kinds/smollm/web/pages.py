@@ -53,7 +53,7 @@ def run_state(q: SmolQuery, device: str):
         return RunState("not-started"), None
     if job.state == "failed":
         return RunState("failed", error=job.error), None
-    return RunState(job.state, job.stage, job.fraction), None
+    return RunState(job.state, job.stage, job.fraction, ahead=JOBS.ahead(job)), None
 
 
 def step_page(asked: StepRequest) -> Response:

@@ -1,0 +1,128 @@
+"""JSON API of the real model's step: `POST` starts it (a job, as the page's Run does), `GET` reads it and
+never starts one. Done, it answers every node: the GRPO head's with their full values and gradients; each
+module inside the three Llamas with its shape and summary, or with `node` its per-token norms of value and
+gradient over the width and its widest dimensions. Thin: the job store and engine/step_task.py do the work."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from starlette.concurrency import run_in_threadpool
+
+from app.engine.jobs.client import JOBS, NotStarted
+from app.kinds.smollm.engine import checkpoint, step_task
+from app.kinds.smollm.engine.node_map import KIND_ID
+from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.engine.step_records import SmolStepResult
+from app.stores.jobs import JobRecord
+from app.views.param_fields import field_range
+from app.web.deps import CatalogDep, DeviceDep, StrictQueryRoute, find_loaded
+from app.web.errors import NotFound, NotRunnable
+from app.web.jobs.start import start_jobs
+from app.web.schemas.errors import INVALID, NotStartedBody, error
+from app.web.schemas.jobs import PathJobBody, job_payload
+
+router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
+
+# The query-string face of SmolParams: text as typed, so SmolParams checks every range and names its field.
+SmolQueryModel = create_model(
+    "SmolQuery", __config__=ConfigDict(extra="ignore"),
+    **{name: (str | None, FieldInfo(default=None, description=f.description))
+       for name, f in SmolParams.model_fields.items()},
+)
+
+
+async def smol_params(query: Annotated[SmolQueryModel, Query()]) -> SmolParams:  # type: ignore[valid-type]
+    given = {k: (None if v == "none" else v) for k, v in query.model_dump(exclude_none=True).items()}  # type: ignore[attr-defined]
+    try:
+        return SmolParams(**given)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("query", *e["loc"]),
+                                       "allowed": field_range(str(e["loc"][0]) if e["loc"] else "", SmolParams)}
+                                      for e in exc.errors()]) from None
+
+
+SmolParamsDep = Annotated[SmolParams, Depends(smol_params)]
+Node = Annotated[str | None, Query(description="Send this node's numbers in full (a head node: its values and "
+                                                "gradient; a module inside a Llama: per-token norms of value and "
+                                                "gradient, its widest dimensions) instead of every node's summary.")]
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": PathJobBody, "description": "Done (`result`: the group, the loss, ‖∂loss/∂W‖ per block and the "
+                                               "nodes) or failed (`error`)."},
+    202: {"model": PathJobBody, "description": "Queued or running: poll the same URL (a queued step nobody reads "
+                                               "for 60 s expires)."},
+    404: error("Unknown walkthrough or node, or (GET) a step nobody has started: `start` names the POST.",
+               NotStartedBody),
+    409: error("The walkthrough is not the real model's, or its checkpoint is not installed here."),
+    422: INVALID,
+    503: error("The job store cannot be reached just now, or (POST) the queue is full: nothing was stored; try "
+               "again.", headers=RETRY_AFTER),
+}
+POST_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **RESPONSES, 429: error("This client has started its share of runs: nothing was stored.", headers=RETRY_AFTER)}
+
+
+def _check(request: Request, cat, walkthrough_id: str) -> None:
+    entry = find_loaded(cat, walkthrough_id)
+    if entry.kind != KIND_ID:
+        raise NotRunnable(f"walkthrough {walkthrough_id!r} is not the real model's")
+    if checkpoint.find_gguf() is None:
+        raise NotRunnable(f"the real model's checkpoint is not installed on this server ({checkpoint.INSTALL_HINT})")
+
+
+def nodes_payload(result: SmolStepResult, node: str | None) -> dict[str, Any]:
+    """Every node's shape and summary, or one node in full (NotFound for an id the step did not record)."""
+    if node is None:
+        out: dict[str, Any] = {nid: {"size": "head", "shape": list(h.shape), "dtype": h.dtype,
+                                     "has_grad": h.grad is not None} for nid, h in result.head.items()}
+        out.update({nid: {"size": "per-token", "shape": list(w.shape), "summary": vars(w.summary)}
+                    for nid, w in result.wide.items()})
+        return {"nodes": out}
+    if node in result.head:
+        h = result.head[node]
+        return {"node": {"id": node, "size": "head", "shape": list(h.shape), "dtype": h.dtype, "values": h.values,
+                         "grad": h.grad, "no_grad_reason": h.no_grad_reason}}
+    if node in result.wide:
+        w = result.wide[node]
+        return {"node": {"id": node, "size": "per-token", "shape": list(w.shape), "token_axis": w.token_axis,
+                         "value_norm": w.value_norm, "grad_norm": w.grad_norm,
+                         "top_dims": [list(d) for d in w.top_dims], "summary": vars(w.summary)}}
+    raise NotFound(f"node {node!r} was not recorded in this step (a block the model lacks, or no such node)")
+
+
+def _answer(job: JobRecord, node: str | None) -> JSONResponse:
+    result = None
+    if job.state == "done":
+        value = JOBS.result(job)
+        if value is not None:
+            result = {**step_task.payload(job.params, value), **nodes_payload(value, node)}
+    headers = {} if job.state == "done" else {"Cache-Control": "no-store"}
+    return JSONResponse(job_payload(job, result), status_code=200 if job.finished else 202, headers=headers)
+
+
+@router.get("/walkthroughs/{walkthrough_id}/smollm-step", responses=RESPONSES, response_model=None)
+def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: SmolParamsDep,
+             node: Node = None) -> JSONResponse:
+    """The real model's GRPO step for these parameters, as its job stands. A GET never starts it: a step nobody
+    started is a 404 naming the POST that does."""
+    _check(request, cat, walkthrough_id)
+    job = JOBS.find(step_task.TASK, step_task.step_params(params, dev))
+    if job is None:
+        raise NotStarted([step_task.title(step_task.step_params(params, dev))],
+                         start=f"POST {request.url.path}{'?' + request.url.query if request.url.query else ''}")
+    return _answer(job, node)
+
+
+@router.post("/walkthroughs/{walkthrough_id}/smollm-step", responses=POST_RESPONSES, response_model=None)
+async def start_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: SmolParamsDep,
+                     node: Node = None) -> JSONResponse:
+    """Start the step (a failed one again; one queued, running or done is read as it is): computed once by the
+    real model's runner and kept. Limited per client (429) and by the queue's bound (503)."""
+    _check(request, cat, walkthrough_id)
+    (job,) = await start_jobs(request, [(step_task.TASK, step_task.step_params(params, dev))])
+    return await run_in_threadpool(_answer, job, node)
