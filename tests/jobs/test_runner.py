@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import pickle
+import random
+import struct
 import threading
 from dataclasses import dataclass
 
@@ -37,6 +39,37 @@ def test_codec_round_trips_exactly():
     assert back.points == run.points and isinstance(back.points, tuple)
     assert torch.equal(back.state["w"], weights) and back.state["w"].dtype == torch.float64
     assert back.by_pair == {(1, 2): [3, None]}
+
+
+def test_long_runs_of_floats_are_stored_as_one_tensor_and_come_back_the_same():
+    """A run of floats (the real model's per-token norms) is one float64 tensor in the bytes, and the same
+    tuples, lists and numbers when read: nan, inf, -0.0 and every last bit; short, ragged, int or bool runs
+    stay as they are."""
+    rng = random.Random(3)
+    rows = tuple(tuple(rng.uniform(-1e30, 1e30) for _ in range(80)) for _ in range(8))
+    flat = [rng.random() for _ in range(300)] + [float("nan"), float("inf"), -0.0, 5e-324]
+    run = Run((Point(1.0, "a"),), {"rows": rows, "flat": flat, "short": (0.5, 1.5), "ints": list(range(400)),
+                                   "bools": [True] * 300, "ragged": ((1.0,) * 200, (2.0,) * 199),
+                                   "mixed": [1.0] * 299 + [1]}, {})
+    raw = codec.dumps(run)
+    tree = torch.load(io.BytesIO(raw), weights_only=True)["state"]
+    assert isinstance(tree["rows"][codec.FLOATS], torch.Tensor) and tree["rows"][codec.FLOATS].shape == (8, 80)
+    assert isinstance(tree["flat"][codec.FLOATS], torch.Tensor)
+    assert all(codec.FLOATS not in str(tree[k])[:40] for k in ("short", "ints", "bools", "ragged", "mixed"))
+    back = codec.loads(raw, (Run, Point)).state
+    assert type(back["rows"]) is tuple and all(type(r) is tuple for r in back["rows"]) and back["rows"] == rows
+    assert type(back["flat"]) is list and len(back["flat"]) == len(flat)
+    assert [struct.pack("<d", v) for v in back["flat"]] == [struct.pack("<d", v) for v in flat]  # bits: nan, -0.0
+    for key in ("short", "ints", "bools", "ragged", "mixed"):
+        assert back[key] == run.state[key] and type(back[key]) is type(run.state[key]), key
+    assert all(type(v) is bool for v in back["bools"])
+
+
+def test_a_malformed_run_of_floats_is_refused():
+    raw = io.BytesIO()
+    torch.save({codec.FLOATS: torch.zeros(3), "outer": "set", "inner": None}, raw)
+    with pytest.raises(codec.CodecError, match="malformed"):
+        codec.loads(raw.getvalue(), ())
 
 
 def test_codec_refuses_a_type_the_task_does_not_allow_and_never_unpickles_code():

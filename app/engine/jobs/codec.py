@@ -5,6 +5,12 @@ A result is a tree of frozen dataclasses, tuples, dicts, floats and tensors. It 
 read with `torch.load(weights_only=True)`, whose unpickler builds only containers, numbers,
 strings and tensors: bytes from the database can never run code. The dataclasses are rebuilt
 from an allow-list the task names; an unknown name is an error, not an import.
+
+That unpickler is plain Python, one step per opcode: a result holding millions of Python floats
+(the real model's per-token norms: 1,825 nodes x G x L) took seconds to read in every process
+that opened it. So a long run of floats (a tuple or list of them, or of equal-length rows of them)
+is stored as one float64 tensor, which loads as one buffer, and rebuilt as the same tuples and
+lists: exactly the same numbers (a Python float is a float64), nan, inf and -0.0 included.
 """
 from __future__ import annotations
 
@@ -17,13 +23,49 @@ import torch
 
 KEY = "__dataclass__"
 TUPLE = "__tuple__"
+FLOATS = "__floats__"
+MIN_PACKED = 256  # floats in a run worth one tensor (below it the dict costs more than it saves)
+SEQUENCES: dict[str, type] = {"tuple": tuple, "list": list}
 
 
 class CodecError(ValueError):
     """Stored bytes that do not decode to the allowed types."""
 
 
+def _all_floats(seq: Any) -> bool:
+    return all(type(v) is float for v in seq)
+
+
+def _packed(value: tuple | list) -> dict[str, Any] | None:
+    """A run of floats, or of equal-length rows (all tuples or all lists) of floats, as one float64 tensor;
+    None for anything else (ints, bools, ragged rows, mixed types stay as they are)."""
+    if not value:
+        return None
+    first = value[0]
+    if type(first) is float:
+        if len(value) >= MIN_PACKED and _all_floats(value):
+            return {FLOATS: torch.tensor(value, dtype=torch.float64), "outer": type(value).__name__, "inner": None}
+        return None
+    if type(first) in (tuple, list) and first and type(first[0]) is float:
+        inner, width = type(first), len(first)
+        if len(value) * width >= MIN_PACKED and all(type(row) is inner and len(row) == width and _all_floats(row)
+                                                    for row in value):
+            return {FLOATS: torch.tensor(value, dtype=torch.float64), "outer": type(value).__name__,
+                    "inner": inner.__name__}
+    return None
+
+
+def _unpacked(value: dict[str, Any]) -> tuple | list:
+    outer, inner = SEQUENCES[value["outer"]], value["inner"]
+    rows = value[FLOATS].tolist()
+    if inner is not None:
+        rows = [SEQUENCES[inner](row) for row in rows]
+    return outer(rows)
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in (tuple, list) and (packed := _packed(value)) is not None:
+        return packed
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         body = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return {KEY: type(value).__qualname__, **body}
@@ -62,6 +104,11 @@ def _rebuild(value: Any, allowed: dict[str, type]) -> Any:
         return [_rebuild(v, allowed) for v in value]
     if not isinstance(value, dict):
         return value
+    if FLOATS in value:
+        if value.get("outer") not in SEQUENCES or value.get("inner") not in (None, *SEQUENCES) or \
+                not isinstance(value[FLOATS], torch.Tensor):
+            raise CodecError("stored result holds a malformed run of floats")
+        return _unpacked(value)
     if TUPLE in value:
         return tuple(_rebuild(v, allowed) for v in value[TUPLE])
     if "__pairs__" in value:
