@@ -4,6 +4,7 @@ the reader to the finished page, every step's figure shows the recorded numbers,
 head node's values and a block node's per-token norms, and bad input is refused without work."""
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from bs4 import BeautifulSoup
 from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.views import figures
 from app.views.numbers import readout
 
 BASE = "/walkthroughs/smollm_grpo"
@@ -141,3 +143,16 @@ def test_without_the_checkpoint_the_page_says_how_to_get_it(client, monkeypatch,
     assert client.post(f"{BASE}/steps/sample").status_code == 303
     assert len(JOBS.store.listing()) == before
     assert JOBS.find(step_task.TASK, step_task.step_params(SmolParams(), "cpu")) is None
+
+
+def test_the_blocks_figure_says_when_no_gradient_reaches_any_block(client, computed):
+    """A tied group (every advantage 0) at the checkpoint has no gradient anywhere: the figure says so and
+    names no 'largest' block; a step with a gradient names its three largest."""
+    page = soup(client.get(f"{BASE}/steps/blocks?{QUERY}"))
+    note = page.select_one("#no-gradient")
+    assert (note is None) == (computed.policy_grad_norm > 0)
+    flat = dataclasses.replace(computed, block_grad_norms=(0.0,) * len(computed.block_grad_norms),
+                               other_grad_norms={k: 0.0 for k in computed.other_grad_norms}, policy_grad_norm=0.0)
+    assert figures.block_figure(flat).top == ()
+    pushed = dataclasses.replace(computed, block_grad_norms=(0.0, 3.0, 1.0, 2.0, 0.5) + (0.0,) * 8)
+    assert figures.block_figure(pushed).top == (1, 3, 2)

@@ -61,7 +61,8 @@ class BlockFigure:
     blocks: tuple[Bar, ...]
     others: tuple[Bar, ...]
     total: float
-    top: tuple[int, ...]  # the three blocks with the largest norms
+    top: tuple[int, ...]  # the three blocks with the largest norms; () when no gradient reached any
+    tied: bool  # every answer the same reward: every advantage 0
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,9 @@ def block_figure(result: SmolStepResult) -> BlockFigure:
     biggest = max([*norms, *result.other_grad_norms.values()], default=0.0) or 1.0
     blocks = tuple(Bar(str(i), g, 100 * g / biggest) for i, g in enumerate(norms))
     others = tuple(Bar(name, g, 100 * g / biggest) for name, g in result.other_grad_norms.items())
-    top = tuple(sorted(range(len(norms)), key=lambda i: -norms[i])[:3])
-    return BlockFigure(blocks, others, result.policy_grad_norm, top)
+    top = tuple(sorted((i for i in range(len(norms)) if norms[i] > 0), key=lambda i: -norms[i])[:3])
+    tied = len({c.reward_used for c in result.completions}) == 1
+    return BlockFigure(blocks, others, result.policy_grad_norm, top, tied)
 
 
 def attention_figure(result: SmolStepResult, completion: int, head: int) -> AttentionFigure:
