@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     name = runner_name()
-    runners = [JobRunner(store, tasks, devices(), lease, name=f"{name}/{lane}")
+    runners = [JobRunner(store, tasks, devices(), lease, name=f"{name}/{lane}", threads=settings.torch_threads)
                for lane, tasks in sorted(lanes(registry().tasks).items())]
     threads = [threading.Thread(target=r.run_forever, args=(stop,), name=f"runner-{i}", daemon=True)
                for i, r in enumerate(runners)]

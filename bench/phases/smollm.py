@@ -11,7 +11,7 @@ temporary data directory (removed after):
   the GGUF only hashed). `checkpoint.load`'s wall time; the process's import of torch and the kind apart.
 - step, cold: that second process then runs `run_smol_step(SmolParams(group_size=8,
   max_new_tokens=48), loaded, device)` once: the first step after the load, with torch's threads as the
-  job runner sets them (`set_threads(Settings().torch_threads)`, 1 by default). Its wall time, the step's
+  job sets them (engine/threads.py: SMOLLM_THREADS, else every CPU the process may use). Its wall time, the step's
   own `stage_seconds` and the process's peak RSS (ru_maxrss, read after the step).
 - step pages: `python -m app` (the same command as every phase) with DATA_DIR the same directory (the
   converted weights cached, an empty job store) and DEFAULT_RUNS off (no other run competes);
@@ -23,7 +23,7 @@ temporary data directory (removed after):
   cache's; then one more with `Accept-Encoding: identity` (another response-cache key: rendered again,
   by a worker that has rendered smollm pages before). The target is on the slowest first GET.
 - R1-Zero run: a third process over the same directory (cached load) runs `run_r1_zero(SmolRunParams())`,
-  the paths panel's run (20 steps of G 8 x 32 tokens), threads as the runner sets them: its wall time, the
+  the paths panel's run (20 steps of G 8 x 32 tokens), threads as its job sets them: its wall time, the
   median step, the peak RSS, and per step the mean reward, length, KL and whether the group tied.
 - graph layout, in this process: `build_graph_view` on the shipped snapshot
   walkthroughs/smollm_grpo.tensorviz.json as app/views/screen.py calls it, (a) the overview (every module
@@ -87,10 +87,10 @@ def _child_load(data_dir: Path):
 
 def _child_step(data_dir: Path, group_size: int, new_tokens: int, device: str) -> dict:
     from app.engine.runtime.device import set_threads
-    from app.web.settings import Settings
+    from app.kinds.smollm.engine.threads import job_threads
 
-    threads = Settings().torch_threads
-    set_threads(threads)  # as the job runner (app/worker.py) does
+    threads = job_threads()
+    set_threads(threads)  # as the job does (step_task.run_step: SMOLLM_THREADS, else every CPU)
     out, loaded = _child_load(data_dir)
     from app.kinds.smollm.engine.params import SmolParams
     from app.kinds.smollm.engine.step import run_smol_step
@@ -106,12 +106,12 @@ def _child_step(data_dir: Path, group_size: int, new_tokens: int, device: str) -
 
 
 def _child_run(data_dir: Path, steps: int, group_size: int, new_tokens: int, device: str) -> dict:
-    """R1-Zero on the model (engine/r1_zero_run.py) as its job runs it: threads as the runner sets them."""
+    """R1-Zero on the model (engine/r1_zero_run.py) as its job runs it: threads as its job sets them."""
     from app.engine.runtime.device import set_threads
-    from app.web.settings import Settings
+    from app.kinds.smollm.engine.threads import job_threads
 
-    threads = Settings().torch_threads
-    set_threads(threads)
+    threads = job_threads()
+    set_threads(threads)  # as the job does (run_task.run)
     out, loaded = _child_load(data_dir)
     from app.kinds.smollm.engine.r1_zero_run import run_r1_zero
     from app.kinds.smollm.engine.run_params import SmolRunParams

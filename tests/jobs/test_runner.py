@@ -41,10 +41,10 @@ def test_codec_round_trips_exactly():
     assert back.by_pair == {(1, 2): [3, None]}
 
 
-def test_long_runs_of_floats_are_stored_as_one_tensor_and_come_back_the_same():
-    """A run of floats (the real model's per-token norms) is one float64 tensor in the bytes, and the same
-    tuples, lists and numbers when read: nan, inf, -0.0 and every last bit; short, ragged, int or bool runs
-    stay as they are."""
+def test_long_runs_of_floats_are_stored_in_one_pool_and_come_back_the_same():
+    """Every run of floats (the real model's per-token norms) is a slice of the result's one float64 tensor in
+    the bytes, and the same tuples, lists and numbers when read: nan, inf, -0.0 and every last bit; short,
+    ragged, int or bool runs stay as they are."""
     rng = random.Random(3)
     rows = tuple(tuple(rng.uniform(-1e30, 1e30) for _ in range(80)) for _ in range(8))
     flat = [rng.random() for _ in range(300)] + [float("nan"), float("inf"), -0.0, 5e-324]
@@ -52,9 +52,10 @@ def test_long_runs_of_floats_are_stored_as_one_tensor_and_come_back_the_same():
                                    "bools": [True] * 300, "ragged": ((1.0,) * 200, (2.0,) * 199),
                                    "mixed": [1.0] * 299 + [1]}, {})
     raw = codec.dumps(run)
-    tree = torch.load(io.BytesIO(raw), weights_only=True)["state"]
-    assert isinstance(tree["rows"][codec.FLOATS], torch.Tensor) and tree["rows"][codec.FLOATS].shape == (8, 80)
-    assert isinstance(tree["flat"][codec.FLOATS], torch.Tensor)
+    stored = torch.load(io.BytesIO(raw), weights_only=True)
+    tree, pool = stored["tree"]["state"], stored["pool"]
+    assert pool.dtype == torch.float64 and pool.shape == (8 * 80 + len(flat),)  # the only tensor
+    assert tree["rows"][codec.FLOATS] == [0, 640, 80] and tree["flat"][codec.FLOATS] == [640, len(flat), 0]
     assert all(codec.FLOATS not in str(tree[k])[:40] for k in ("short", "ints", "bools", "ragged", "mixed"))
     back = codec.loads(raw, (Run, Point)).state
     assert type(back["rows"]) is tuple and all(type(r) is tuple for r in back["rows"]) and back["rows"] == rows
@@ -65,11 +66,36 @@ def test_long_runs_of_floats_are_stored_as_one_tensor_and_come_back_the_same():
     assert all(type(v) is bool for v in back["bools"])
 
 
-def test_a_malformed_run_of_floats_is_refused():
+def test_a_result_stored_before_the_pool_still_reads():
     raw = io.BytesIO()
-    torch.save({codec.FLOATS: torch.zeros(3), "outer": "set", "inner": None}, raw)
-    with pytest.raises(codec.CodecError, match="malformed"):
-        codec.loads(raw.getvalue(), ())
+    torch.save({"a": {codec.FLOATS: torch.tensor([[1.0, 2.0], [3.0, -0.0]], dtype=torch.float64), "outer": "tuple",
+                      "inner": "list"}}, raw)
+    assert codec.loads(raw.getvalue(), ()) == {"a": ([1.0, 2.0], [3.0, -0.0])}
+
+
+def pooled(tree, pool):
+    raw = io.BytesIO()
+    torch.save({codec.POOLED: 1, "tree": tree, "pool": pool}, raw)
+    return raw.getvalue()
+
+
+@pytest.mark.parametrize(("tree", "pool", "match"), [
+    ({codec.FLOATS: torch.zeros(3), "outer": "set", "inner": None}, None, "malformed"),
+    ({codec.FLOATS: [0, 3, 0], "outer": "list", "inner": None}, torch.zeros(2, dtype=torch.float64), "outside"),
+    ({codec.FLOATS: [-1, 1, 0], "outer": "list", "inner": None}, torch.zeros(2, dtype=torch.float64), "outside"),
+    ({codec.FLOATS: [0, 3, 2], "outer": "list", "inner": "tuple"}, torch.zeros(4, dtype=torch.float64), "outside"),
+    ({codec.FLOATS: [0, 2, 0], "outer": "list", "inner": None}, None, "malformed"),  # a pooled run, no pool
+    ({codec.FLOATS: ["0", 2, 0], "outer": "list", "inner": None}, torch.zeros(2, dtype=torch.float64), "malformed"),
+    ({"x": 1}, torch.zeros(2, dtype=torch.float32), "pool"),
+])
+def test_a_malformed_run_of_floats_is_refused(tree, pool, match):
+    raw = pooled(tree, pool) if pool is not None else None
+    if raw is None:
+        buffer = io.BytesIO()
+        torch.save(tree, buffer)
+        raw = buffer.getvalue()
+    with pytest.raises(codec.CodecError, match=match):
+        codec.loads(raw, ())
 
 
 def test_codec_refuses_a_type_the_task_does_not_allow_and_never_unpickles_code():

@@ -137,8 +137,10 @@ class JobClient:
             return
         with self._lock:
             if not self._runners:
+                from app.engine.runtime.device import current_threads
+                threads = current_threads()  # the web process's TORCH_THREADS: each runner thread pins it
                 for lane, tasks in lanes(self.tasks).items():
-                    runner = JobRunner(self.store, tasks, self._devices, self._lease_s, poll_s=0.5)
+                    runner = JobRunner(self.store, tasks, self._devices, self._lease_s, poll_s=0.5, threads=threads)
                     thread = threading.Thread(target=runner.run_forever, args=(self._stop,),
                                               name=f"job-runner-{lane}", daemon=True)
                     thread.start()

@@ -43,8 +43,10 @@ def runner_name() -> str:
 
 class JobRunner:
     def __init__(self, store: JobBackend, tasks: Mapping[str, JobTask], devices: tuple[str, ...] = ("cpu",),
-                 lease_s: float = 30.0, poll_s: float = 0.5, name: str | None = None) -> None:
+                 lease_s: float = 30.0, poll_s: float = 0.5, name: str | None = None,
+                 threads: int | None = None) -> None:
         self.store, self.tasks, self.devices = store, dict(tasks), devices
+        self.threads = threads  # torch intra-op threads its thread pins at start (runtime/device.py's why)
         self.lease_s, self.poll_s = lease_s, poll_s
         self.name = name or runner_name()
         self.wake = threading.Event()  # set by a local submit, so a new job starts without a poll's wait
@@ -54,6 +56,9 @@ class JobRunner:
     def run_forever(self, stop: threading.Event) -> None:
         """Until `stop` is set; a job running then stops at its next progress call and is handed back."""
         self._stop = stop
+        if self.threads is not None:
+            from app.engine.runtime.device import pin_threads
+            pin_threads(self.threads)
         while not stop.is_set():
             try:
                 ran = self.run_one()

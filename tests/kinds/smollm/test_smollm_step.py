@@ -234,3 +234,54 @@ def test_a_non_finite_node_takes_the_float64_path():
     node = wide_node("old_policy.x", tensor, torch.ones(2, 3, dtype=torch.bool), None)
     assert node.value_norm[0][1] == pytest.approx(3 ** 0.5) and node.summary.value_min == 1.0
     assert node.grad_norm is None and node.summary.no_grad_reason.startswith("frozen")
+
+
+def test_the_reference_read_from_the_old_policy_equals_running_it(tiny, monkeypatch):
+    """The recorded pass skips the reference's forward (step.reference_read_from_old: it is the old policy's twin).
+    Run with the forward, every node (head and wide, values, gradients, order, no-grad reasons) is the same."""
+    import app.kinds.smollm.engine.step as step_module
+
+    skipped = step(tiny, beta=0.05)
+    monkeypatch.setattr(step_module, "same_tensors", lambda a, b: False)
+    ran = step(tiny, beta=0.05)
+    assert list(skipped.head) == list(ran.head) and list(skipped.wide) == list(ran.wide)
+    assert skipped.head == ran.head
+    assert skipped.wide == ran.wide
+    references = [k for k in ran.wide if k.split("@")[-1].startswith("reference_policy.")]
+    assert len(references) == len([k for k in ran.wide if k.split("@")[-1].startswith("old_policy.")]) > 30
+    assert ran.wide[references[0]].summary.no_grad_reason.startswith("frozen: the reference")
+
+
+def test_same_tensors_tells_a_shared_copy_from_a_trained_one(tiny):
+    from app.kinds.smollm.engine.step import build_objective, same_tensors
+
+    grpo = build_objective(tiny.model, SmolParams(**SMALL).conventions())
+    assert same_tensors(grpo.reference_policy, grpo.old_policy)
+    assert not same_tensors(grpo.policy, grpo.old_policy)  # a copy of its own, trained
+
+
+def test_the_shared_prompt_scorer_equals_the_recorded_forward(tiny64):
+    """ScoredLlama.score (the prompt once, the LM head on the scored positions) against forward, in float64,
+    values and every weight's gradient; rows that do not share one prompt are refused."""
+    from app.kinds.smollm.engine.smollm_grpo import ScoredLlama
+
+    model = ScoredLlama(tiny64.model.cfg).double()
+    model.load_state_dict(tiny64.model.state_dict())
+    generator = torch.Generator().manual_seed(5)
+    prompt, group, new = 9, 5, 7
+    shared = torch.randint(0, tiny64.model.cfg.vocab_size, (1, prompt), generator=generator).expand(group, -1)
+    ids = torch.cat([shared, torch.randint(0, tiny64.model.cfg.vocab_size, (group, new), generator=generator)], 1)
+    weights = torch.randn(group, new, generator=generator, dtype=torch.float64)
+    full, fast = model(ids, prompt), model.score(ids, prompt)
+    assert fast.shape == (group, new)
+    assert torch.allclose(fast, full, rtol=0, atol=1e-12)
+    grads_full = torch.autograd.grad((full * weights).sum(), list(model.parameters()))
+    grads_fast = torch.autograd.grad((fast * weights).sum(), list(model.parameters()))
+    for a, b in zip(grads_full, grads_fast, strict=True):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
+    one_token = ids[:, :prompt + 1]
+    assert torch.allclose(model.score(one_token, prompt), model(one_token, prompt), rtol=0, atol=1e-12)
+    other = ids.clone()
+    other[1, 0] = (other[0, 0] + 1) % tiny64.model.cfg.vocab_size
+    with pytest.raises(ValueError, match="shared"):
+        model.score(other, prompt)

@@ -104,6 +104,12 @@ class KVCache:
         first = self.keys[0]
         return 0 if first is None else first.shape[2]
 
+    def expand(self, batch: int) -> None:
+        """A cache of one row read by `batch` rows (views, no copy): one prompt shared by a group."""
+        for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
+            if k is not None and v is not None:
+                self.keys[layer], self.values[layer] = k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)
+
     def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # k, v: [B, K, T, D] -> the cache's [B, K, S, D]
         old_k, old_v = self.keys[layer], self.values[layer]
@@ -240,12 +246,45 @@ class Llama(nn.Module):
     def _run(self, ids: torch.Tensor, key_mask: torch.Tensor, positions: torch.Tensor,
              cache: KVCache | None = None, keep_attention_of: int | None = None) -> torch.Tensor:
         # ids, positions: [B, T]; key_mask: [B, S] (the cache's tokens, then these T)
+        return self.lm_head(self._hidden(ids, key_mask, positions, cache, keep_attention_of))  # [B, T, V]
+
+    def _hidden(self, ids: torch.Tensor, key_mask: torch.Tensor, positions: torch.Tensor,
+                cache: KVCache | None = None, keep_attention_of: int | None = None) -> torch.Tensor:
+        """The final norm's output [B, T, C]: what the LM head reads."""
         cos, sin = rope_cos_sin(positions, self.inverse_frequencies)  # each [B, 1, T, D]
         allowed = allowed_keys(key_mask, ids.shape[1])  # [B, 1, T, S]
         x = self.embed(ids)  # [B, T, C]
         for layer, block in enumerate(self.blocks):
             x = block(x, cos, sin, allowed, cache, layer, keep_weights=layer == keep_attention_of)  # [B, T, C]
-        return self.lm_head(self.norm(x))  # [B, T, V]
+        return self.norm(x)  # [B, T, C]
+
+    def completion_logits(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
+        """The logits [B, T, V] that predict each of the T = L − P tokens after a prompt all B rows share,
+        equal to `forward(ids[:, :-1])[:, P - 1:]` up to float rounding, at about half the cost for a
+        prompt as long as the completions: the prompt's P positions run once (batch 1, its keys and
+        values then read by every row) and the LM head (49,152 × 576 on SmolLM2) runs on the T positions
+        that are scored, not on the prompt's. Gradients reach every weight as through `forward`; the
+        prompt's activations take the sum of the B rows' gradients. For passes no tracer records (the
+        inner steps, log π_old, log π after the update): the recorded pass keeps `forward`'s shapes,
+        which the graph's nodes are."""
+        # ids: [B, L] = the shared prompt [P], then each row's completion [T]
+        batch, length = ids.shape
+        if prompt_length < 1 or length <= prompt_length:
+            raise ValueError(f"need a prompt and at least one completion token, got P={prompt_length}, L={length}")
+        if not bool((ids[:, :prompt_length] == ids[:1, :prompt_length]).all()):
+            raise ValueError("completion_logits needs one prompt shared by every row")
+        cache = KVCache(len(self.blocks))
+        prompt = ids[:1, :prompt_length]  # [1, P]
+        whole = torch.ones((1, prompt_length), dtype=torch.bool, device=ids.device)
+        last_prompt = self._hidden(prompt, whole, positions_from_mask(whole), cache)[:, -1:]  # [1, 1, C]
+        cache.expand(batch)  # every row reads the same prompt keys and values
+        hidden = [last_prompt.expand(batch, -1, -1)]  # [B, 1, C]: predicts each row's first token
+        if length - 1 > prompt_length:
+            fed = ids[:, prompt_length:-1]  # [B, T - 1]: each token but the last predicts the next
+            keys_seen = torch.ones((batch, length - 1), dtype=torch.bool, device=ids.device)  # [B, L - 1]
+            positions = torch.arange(prompt_length, length - 1, device=ids.device).expand(batch, -1)  # [B, T - 1]
+            hidden.append(self._hidden(fed, keys_seen, positions, cache))  # [B, T - 1, C]
+        return self.lm_head(torch.cat(hidden, dim=1))  # [B, T, V]
 
     def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 positions: torch.Tensor | None = None, keep_attention_of: int | None = None) -> torch.Tensor:
@@ -280,8 +319,14 @@ class Llama(nn.Module):
         last_real = torch.where(key_mask.any(dim=-1), key_mask.shape[1] - 1 - key_mask.flip(-1).long().argmax(-1),
                                 key_mask.shape[1] - 1)  # [B]
         cache = KVCache(len(self.blocks))
-        logits = self._run(ids, key_mask, positions, cache)  # [B, T, V]
-        step_logits = logits[torch.arange(ids.shape[0], device=ids.device), last_real]  # [B, V]
+        batch = ids.shape[0]
+        if batch > 1 and bool(key_mask.all()) and bool((ids == ids[:1]).all()):
+            # one prompt for every row (a GRPO group): read it once, every row then reads its keys and values
+            logits = self._run(ids[:1], key_mask[:1], positions[:1], cache).expand(batch, -1, -1)  # [B, T, V]
+            cache.expand(batch)
+        else:
+            logits = self._run(ids, key_mask, positions, cache)  # [B, T, V]
+        step_logits = logits[torch.arange(batch, device=ids.device), last_real]  # [B, V]
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # [B]
         new_ids: list[torch.Tensor] = []
         new_mask: list[torch.Tensor] = []

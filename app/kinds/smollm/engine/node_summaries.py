@@ -44,6 +44,19 @@ def is_head(node_id: str) -> bool:
     return copy not in COPIES or scope == copy or scope == f"{copy}.token_logprobs"
 
 
+def copy_of(node_id: str) -> str:
+    """Which copy (or head module) a node id belongs to: `softmax@old_policy.blocks.1.attention#0` -> old_policy."""
+    return node_id.split("@", 1)[-1].split("#", 1)[0].split(".", 1)[0]
+
+
+def renamed_id(node_id: str, source: str, target: str) -> str:
+    """`node_id` with its scope's first part `source` replaced by `target`."""
+    function, at, rest = node_id.rpartition("@")
+    scope = rest.split(".", 1)[0].split("#", 1)[0]
+    assert scope == source, (node_id, source)
+    return f"{function}{at}{target}{rest[len(source):]}"
+
+
 def no_grad_reason(node_id: str) -> str:
     root = node_id.split("@", 1)[-1].split(".", 1)[0].split("#")[0]
     return NO_GRAD_REASON.get(root, "no gradient flows to this tensor")
@@ -151,10 +164,24 @@ class NodeSummaries:
         self.head: dict[str, HeadNode] = {}
         self.wide: dict[str, WideNode | None] = {}
         self._last: tuple[torch.Tensor, WideNode | None] | None = None
+        self.twins: dict[str, str] = {}  # node id -> the node id whose summary it takes (`twin`)
+        self.outputs: dict[str, torch.Tensor] = {}  # a copy's own output (G, T), by copy name
+
+    def twin(self, source: str, target: str) -> None:
+        """Give copy `target` every node copy `source` has made so far, renamed (`source.blocks.3.mlp` ->
+        `target.blocks.3.mlp`, `softmax@source.…#0` -> `softmax@target.…#0`), in the same order: for a copy
+        that computes exactly what `source` did (the same tensors read by the same ops on the same input),
+        so its forward need not run. Resolved in `finish`."""
+        for node_id in [k for k in self.order if copy_of(k) == source]:
+            renamed = renamed_id(node_id, source, target)
+            self.twins[renamed] = node_id
+            self.order[renamed] = None
 
     def take(self, node_id: str, tensor: torch.Tensor) -> bool:
         """Keep a node that has (or may get) a gradient, or is the head; summarise any other now."""
         self.order[node_id] = None
+        if node_id in COPIES:
+            self.outputs[node_id] = tensor
         if is_head(node_id) or tensor.requires_grad or node_id in self.keep:
             self.wide.pop(node_id, None)
             return True
@@ -194,6 +221,13 @@ class NodeSummaries:
                 self.head[node_id] = head_node(node_id, tensor)
             elif node_id not in self.wide:
                 self.wide[node_id] = wide_node(node_id, tensor, self.positions, grad_of(tensor))
+        for node_id, source in self.twins.items():
+            if source in self.head:
+                twin = self.head[source]
+                reason = None if twin.no_grad_reason is None else no_grad_reason(node_id)
+                self.head[node_id] = dataclasses.replace(twin, node_id=node_id, no_grad_reason=reason)
+            elif (summary := self.wide.get(source)) is not None:
+                self.wide[node_id] = _renamed(summary, node_id)
         head = {k: self.head[k] for k in self.order if k in self.head}
         wide = {k: node for k in self.order if (node := self.wide.get(k)) is not None}
         return head, wide

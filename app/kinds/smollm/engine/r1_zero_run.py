@@ -7,7 +7,8 @@ Step s:
    format reward pays for <think>/<answer> tags, which this model never writes (0 of 8 answers asked
    for them, issue 33's facts): every group would tie on it and get A = 0, so the prompt's own
    requested format (a short reply) stands in for it;
-3. the reference (the checkpoint, frozen) scores the answers; the policy scores them with gradients;
+3. the reference (the checkpoint, frozen) scores the answers; the policy scores them with gradients
+   (both through ScoredLlama.score: the prompt once, the LM head on the answers' positions only);
    π_old is the policy that sampled (num_iterations = 1, TRL's default), so ρ = 1 and no clip fires;
 4. one AdamW step of the shared token GRPO loss (app/engine/grpo/token_step.py, every convention).
 
@@ -29,7 +30,7 @@ from app.kinds.smollm.engine.checkpoint import LoadedModel
 from app.kinds.smollm.engine.run_params import SmolRunParams
 from app.kinds.smollm.engine.run_records import RunAnswer, RunPoint, SmolRunResult
 from app.kinds.smollm.engine.sampling import prompt_ids, sample_smol_group
-from app.kinds.smollm.engine.step import build_objective, policy_of
+from app.kinds.smollm.engine.step import build_objective, policy_of, scorer
 
 # (stage, step index, steps) -> None: "sampling" at step 3 of 20, ...
 RunProgress = Callable[[str, int, int], None]
@@ -64,10 +65,10 @@ def run_r1_zero(params: SmolRunParams, loaded_model: LoadedModel, device: str = 
         parts = [task.score(text) for text in group.texts]
         rewards = torch.tensor([sum(p.values()) for p in parts], dtype=group.mask.dtype, device=group.ids.device)
         with torch.no_grad():
-            logp_ref = reference(group.ids, group.prompt_length)
+            logp_ref = scorer(reference).score(group.ids, group.prompt_length)
         report("update", s, params.steps)
         optimiser.zero_grad(set_to_none=True)
-        logp = policy(group.ids, group.prompt_length)
+        logp = policy.score(group.ids, group.prompt_length)
         out = token_grpo_step(logp, logp.detach(), logp_ref, rewards, group.mask, c)
         out.loss.backward()
         grad_norm = float(torch.stack([p.grad.double().pow(2).sum() for p in policy.parameters()

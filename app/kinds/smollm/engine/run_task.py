@@ -44,8 +44,10 @@ def params_of(job_params: Mapping[str, Any]) -> SmolRunParams:
 
 
 def run(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) -> SmolRunResult:
+    from app.engine.runtime.device import intra_op_threads
     from app.kinds.smollm.engine import checkpoint
     from app.kinds.smollm.engine.r1_zero_run import STAGES, run_r1_zero
+    from app.kinds.smollm.engine.threads import job_threads
 
     params = params_of(job_params)
     total = params.steps * STAGES_PER_STEP
@@ -54,7 +56,8 @@ def run(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) -> Sm
         progress(stage, step + 1, step * STAGES_PER_STEP + STAGES.index(stage), total)
 
     loaded = checkpoint.load(data_dir)
-    return run_r1_zero(params, loaded, str(job_params["device"]), progress=report)
+    with intra_op_threads(job_threads()):
+        return run_r1_zero(params, loaded, str(job_params["device"]), progress=report)
 
 
 def title(job_params: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_objective import TokenGRPO, TokenLogProbs
@@ -28,6 +29,12 @@ class ScoredLlama(Llama):
 
     def forward(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:  # type: ignore[override]
         return self.token_logprobs(super().forward(ids[:, :-1]), ids, prompt_length)
+
+    def score(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
+        """The same log-probs (G, T) as `forward`, up to float rounding, through `completion_logits`: the
+        shared prompt once, the LM head on the scored positions only. For the passes nobody records."""
+        logprobs = F.log_softmax(self.completion_logits(ids, prompt_length), dim=-1)  # (G, T, V)
+        return logprobs.gather(-1, ids[:, prompt_length:].unsqueeze(-1)).squeeze(-1)  # (G, T)
 
 
 class SmolLMGRPO(TokenGRPO):
