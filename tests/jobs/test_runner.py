@@ -4,6 +4,8 @@ a stop (the job goes back to the queue)."""
 from __future__ import annotations
 
 import io
+import json
+import math
 import pickle
 import random
 import struct
@@ -53,7 +55,8 @@ def test_long_runs_of_floats_are_stored_in_one_pool_and_come_back_the_same():
                                    "mixed": [1.0] * 299 + [1]}, {})
     raw = codec.dumps(run)
     stored = torch.load(io.BytesIO(raw), weights_only=True)
-    tree, pool = stored["tree"]["state"], stored["pool"]
+    tree, pool = json.loads(stored["tree"])["state"], stored["pool"]
+    assert stored["tensors"] == []
     assert pool.dtype == torch.float64 and pool.shape == (8 * 80 + len(flat),)  # the only tensor
     assert tree["rows"][codec.FLOATS] == [0, 640, 80] and tree["flat"][codec.FLOATS] == [640, len(flat), 0]
     assert all(codec.FLOATS not in str(tree[k])[:40] for k in ("short", "ints", "bools", "ragged", "mixed"))
@@ -73,9 +76,9 @@ def test_a_result_stored_before_the_pool_still_reads():
     assert codec.loads(raw.getvalue(), ()) == {"a": ([1.0, 2.0], [3.0, -0.0])}
 
 
-def pooled(tree, pool):
+def pooled(tree, pool, tensors=()):
     raw = io.BytesIO()
-    torch.save({codec.POOLED: 1, "tree": tree, "pool": pool}, raw)
+    torch.save({codec.FORMAT: codec.VERSION, "tree": json.dumps(tree), "pool": pool, "tensors": list(tensors)}, raw)
     return raw.getvalue()
 
 
@@ -87,6 +90,8 @@ def pooled(tree, pool):
     ({codec.FLOATS: [0, 2, 0], "outer": "list", "inner": None}, None, "malformed"),  # a pooled run, no pool
     ({codec.FLOATS: ["0", 2, 0], "outer": "list", "inner": None}, torch.zeros(2, dtype=torch.float64), "malformed"),
     ({"x": 1}, torch.zeros(2, dtype=torch.float32), "pool"),
+    ({codec.TENSOR: 0}, torch.zeros(0, dtype=torch.float64), "tensor"),
+    ({codec.KEY: "Point", "x": 1.0}, torch.zeros(0, dtype=torch.float64), "Point"),
 ])
 def test_a_malformed_run_of_floats_is_refused(tree, pool, match):
     raw = pooled(tree, pool) if pool is not None else None
@@ -96,6 +101,29 @@ def test_a_malformed_run_of_floats_is_refused(tree, pool, match):
         raw = buffer.getvalue()
     with pytest.raises(codec.CodecError, match=match):
         codec.loads(raw, ())
+
+
+def test_the_tree_is_json_and_every_leaf_comes_back_as_it_was():
+    """Floats by repr (the same float64: 0.1 + 0.2, 5e-324, -0.0, inf, nan), ints past 2**53, bools apart
+    from ints, strings with any code point (a lone surrogate too), None, tensors by index, tuple keys."""
+    weights = torch.arange(6, dtype=torch.int64).reshape(2, 3)
+    leaves = [0.1 + 0.2, 5e-324, -0.0, float("inf"), float("-inf"), 2**64 + 1, True, 1, "é\u2603\ud800\n\"", None]
+    run = Run((Point(float("nan"), "n"),), {"leaves": leaves, "t": weights, "nested": ((1, (2.5, "x")), [])},
+              {(1, "a"): (weights, 3), (2.0,): None})
+    raw = codec.dumps(run)
+    stored = torch.load(io.BytesIO(raw), weights_only=True)
+    assert json.loads(stored["tree"])  # plain JSON
+    assert len(stored["tensors"]) == 2 and stored["pool"].numel() == 0
+    back = codec.loads(raw, (Run, Point))
+    got = back.state["leaves"]
+    assert [type(v) for v in got] == [type(v) for v in leaves]
+    assert [struct.pack("<d", v) for v in got[:5]] == [struct.pack("<d", v) for v in leaves[:5]]
+    assert got[5:] == leaves[5:]
+    assert math.isnan(back.points[0].x) and back.points[0].label == "n"
+    assert torch.equal(back.state["t"], weights) and back.state["t"].dtype == torch.int64
+    assert back.state["nested"] == ((1, (2.5, "x")), []) and type(back.state["nested"][1]) is list
+    key_tensor, three = back.by_pair[(1, "a")]
+    assert torch.equal(key_tensor, weights) and three == 3 and back.by_pair[(2.0,)] is None
 
 
 def test_codec_refuses_a_type_the_task_does_not_allow_and_never_unpickles_code():

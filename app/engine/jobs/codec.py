@@ -1,25 +1,30 @@
 """Results to bytes and back, exactly: the job store keeps what a runner computed.
 
-A result is a tree of frozen dataclasses, tuples, dicts, floats and tensors. It is written with
-`torch.save` as plain containers (a dataclass becomes {"__dataclass__": name, fields...}) and
-read with `torch.load(weights_only=True)`, whose unpickler builds only containers, numbers,
-strings and tensors: bytes from the database can never run code. The dataclasses are rebuilt
-from an allow-list the task names; an unknown name is an error, not an import.
+A result is a tree of frozen dataclasses, tuples, dicts, floats and tensors. It is stored as
+`torch.save` of a dict of four things, read with `torch.load(weights_only=True)`, whose unpickler
+builds only containers, numbers, strings and tensors:
+- `tree`: the result as JSON text (a dataclass is {"__dataclass__": name, fields...}, a tuple
+  {"__tuple__": [...]}, a tensor {"__tensor__": i}, a long run of floats {"__floats__": [offset,
+  count, width]}). JSON cannot run code either, so bytes from the database never do; the
+  dataclasses are rebuilt from an allow-list the task names (an unknown name is an error, not an
+  import). A float is written as its repr, which reads back as the same float64.
+- `pool`: every long run of floats (a tuple or list of ≥ 256, or of equal-length rows of them),
+  appended to ONE float64 tensor, rebuilt as the same tuples and lists: every bit, nan's included.
+- `tensors`: the result's own tensors, as they were.
 
-That unpickler is plain Python, one step per opcode: a result holding millions of Python floats
-(the real model's per-token norms: 1,825 nodes x G x L) took seconds to read in every process
-that opened it. So a long run of floats (a tuple or list of them, or of equal-length rows of them)
-is stored as a slice of ONE float64 tensor, the result's pool, which loads as one buffer, and
-rebuilt as the same tuples and lists: exactly the same numbers (a Python float is a float64), nan,
-inf and -0.0 included. One pool, not a tensor per run: torch.load spends ~0.25 ms on each tensor it
-reads, and the real model's step has ~2,500 runs (its result read in 0.97 s with a tensor each,
-0.3 s pooled, tests/jobs/test_runner.py's codec tests and bench/HISTORY.md).
+Why this shape, measured on the real model's step result (1,825 nodes of per-token norms, ~2.6M
+floats, 74k containers): torch.load's unpickler is plain Python, one step per opcode, and spends
+~0.25 ms on each tensor it reads. Pickled whole with a tensor per run of floats it read in 0.97 s
+in every process that opened it; with one pool 0.57 s, of which 0.35 s was the unpickler on the
+containers. json.loads (C) reads the same containers in ~0.04 s, and its object_hook rebuilds the
+dataclasses on the way (tests/jobs/test_runner.py; bench/HISTORY.md).
 """
 from __future__ import annotations
 
 import dataclasses
 import io
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -39,7 +44,11 @@ def _all_floats(seq: Any) -> bool:
     return all(type(v) is float for v in seq)
 
 
-POOLED = "__pooled__"  # the root of a result with a pool: {POOLED: 1, "tree": ..., "pool": float64 tensor}
+FORMAT = "__codec__"
+TENSOR = "__tensor__"
+PAIRS = "__pairs__"
+PYDANTIC = "__pydantic__"
+VERSION = 2
 
 
 def _packed(value: tuple | list, pool: list[float]) -> dict[str, Any] | None:
@@ -68,6 +77,8 @@ def _packed(value: tuple | list, pool: list[float]) -> dict[str, Any] | None:
 
 
 def _unpacked(value: dict[str, Any], pool: list[float] | None) -> tuple | list:
+    if value.get("outer") not in SEQUENCES or value.get("inner") not in (None, *SEQUENCES):
+        raise CodecError("stored result holds a malformed run of floats")
     outer, inner, place = SEQUENCES[value["outer"]], value["inner"], value[FLOATS]
     if isinstance(place, torch.Tensor):  # a result stored before the pool: one tensor per run
         rows = place.tolist()
@@ -83,32 +94,37 @@ def _unpacked(value: dict[str, Any], pool: list[float] | None) -> tuple | list:
     return outer([make(pool[at:at + width]) for at in range(offset, offset + count, width)])
 
 
-def _plain(value: Any, pool: list[float]) -> Any:
+def _plain(value: Any, pool: list[float], tensors: list[torch.Tensor]) -> Any:
     if type(value) in (tuple, list) and (packed := _packed(value, pool)) is not None:
         return packed
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        body = {f.name: _plain(getattr(value, f.name), pool) for f in dataclasses.fields(value)}
+        body = {f.name: _plain(getattr(value, f.name), pool, tensors) for f in dataclasses.fields(value)}
         return {KEY: type(value).__qualname__, **body}
     if isinstance(value, tuple):
-        return {TUPLE: [_plain(v, pool) for v in value]}
+        return {TUPLE: [_plain(v, pool, tensors) for v in value]}
     if isinstance(value, list):
-        return [_plain(v, pool) for v in value]
+        return [_plain(v, pool, tensors) for v in value]
     if isinstance(value, dict):
         if any(not isinstance(k, str) for k in value):
-            return {"__pairs__": [[_plain(k, pool), _plain(v, pool)] for k, v in value.items()]}
-        return {k: _plain(v, pool) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
-        return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
+            return {PAIRS: [[_plain(k, pool, tensors), _plain(v, pool, tensors)] for k, v in value.items()]}
+        return {k: _plain(v, pool, tensors) for k, v in value.items()}
+    if isinstance(value, torch.Tensor):
+        tensors.append(value.detach().cpu().clone())
+        return {TENSOR: len(tensors) - 1}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if hasattr(value, "model_dump"):  # a pydantic model (a kind's specs): rebuilt by name
-        return {KEY: type(value).__qualname__, "__pydantic__": value.model_dump(mode="python", by_alias=True)}
+        return {KEY: type(value).__qualname__, PYDANTIC: value.model_dump(mode="python", by_alias=True)}
     raise CodecError(f"cannot store a {type(value).__name__} in a job result")
 
 
 def dumps(result: Any) -> bytes:
     pool: list[float] = []
-    tree = _plain(result, pool)
+    tensors: list[torch.Tensor] = []
+    tree = json.dumps(_plain(result, pool, tensors), separators=(",", ":"))  # floats as repr: exact; nan as NaN
     buffer = io.BytesIO()
-    torch.save({POOLED: 1, "tree": tree, "pool": torch.tensor(pool, dtype=torch.float64)}, buffer)
+    torch.save({FORMAT: VERSION, "tree": tree, "pool": torch.tensor(pool, dtype=torch.float64), "tensors": tensors},
+               buffer)
     return buffer.getvalue()
 
 
@@ -118,33 +134,66 @@ def loads(raw: bytes, types: Iterable[type]) -> Any:
         stored = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as exc:  # the unpickler refused it: not bytes this codec wrote
         raise CodecError(f"stored result unreadable: {exc}") from exc
-    if isinstance(stored, dict) and stored.get(POOLED) == 1 and set(stored) == {POOLED, "tree", "pool"}:
-        pool = stored["pool"]
-        if not (isinstance(pool, torch.Tensor) and pool.dtype == torch.float64 and pool.dim() == 1):
-            raise CodecError("stored result's pool of floats is malformed")
-        return _rebuild(stored["tree"], allowed, pool.tolist())
-    return _rebuild(stored, allowed, None)  # stored before the pool
+    if not (isinstance(stored, dict) and FORMAT in stored):
+        return _rebuild(stored, allowed)  # stored before the JSON tree: the containers pickled
+    pool, tensors, tree = stored.get("pool"), stored.get("tensors"), stored.get("tree")
+    if stored[FORMAT] != VERSION or set(stored) != {FORMAT, "tree", "pool", "tensors"}:
+        raise CodecError(f"stored result has an unknown layout (version {stored[FORMAT]!r})")
+    if not (isinstance(pool, torch.Tensor) and pool.dtype == torch.float64 and pool.dim() == 1):
+        raise CodecError("stored result's pool of floats is malformed")
+    if not (isinstance(tensors, list) and all(isinstance(t, torch.Tensor) for t in tensors) and isinstance(tree, str)):
+        raise CodecError("stored result's tree or tensors are malformed")
+    try:
+        return json.loads(tree, object_hook=_hook(allowed, pool.tolist(), tensors))
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        if isinstance(exc, CodecError):
+            raise
+        raise CodecError(f"stored result unreadable: {exc}") from exc
 
 
-def _rebuild(value: Any, allowed: dict[str, type], pool: list[float] | None) -> Any:
+def _hook(allowed: dict[str, type], pool: list[float], tensors: list[torch.Tensor]) -> Callable[[dict], Any]:
+    """json's object_hook: each object as the parser finishes it (its members are rebuilt already)."""
+    def rebuild(value: dict[str, Any]) -> Any:
+        if len(value) <= 3:  # every marker object is this small; most plain dicts and dataclasses are not
+            if TUPLE in value:
+                return tuple(value[TUPLE])
+            if FLOATS in value:
+                return _unpacked(value, pool)
+            if TENSOR in value:
+                index = value[TENSOR]
+                if type(index) is not int or not 0 <= index < len(tensors):
+                    raise CodecError("stored result names a tensor it does not hold")
+                return tensors[index]
+            if PAIRS in value:
+                return {k: v for k, v in value[PAIRS]}
+        if KEY in value:
+            return _instance(value, allowed, lambda fields: fields)
+        return value
+    return rebuild
+
+
+def _instance(value: dict[str, Any], allowed: dict[str, type], rebuilt: Callable[[dict], dict]) -> Any:
+    name = value[KEY]
+    if name not in allowed:
+        raise CodecError(f"stored result names type {name!r}, not one this task allows")
+    cls: Any = allowed[name]
+    if PYDANTIC in value:
+        return cls.model_validate(value[PYDANTIC])
+    return cls(**rebuilt({k: v for k, v in value.items() if k != KEY}))
+
+
+def _rebuild(value: Any, allowed: dict[str, type]) -> Any:
+    """A result stored before the JSON tree (its containers pickled, a tensor per run of floats)."""
     if isinstance(value, list):
-        return [_rebuild(v, allowed, pool) for v in value]
+        return [_rebuild(v, allowed) for v in value]
     if not isinstance(value, dict):
         return value
     if FLOATS in value:
-        if value.get("outer") not in SEQUENCES or value.get("inner") not in (None, *SEQUENCES):
-            raise CodecError("stored result holds a malformed run of floats")
-        return _unpacked(value, pool)
+        return _unpacked(value, None)
     if TUPLE in value:
-        return tuple(_rebuild(v, allowed, pool) for v in value[TUPLE])
-    if "__pairs__" in value:
-        return {_rebuild(k, allowed, pool): _rebuild(v, allowed, pool) for k, v in value["__pairs__"]}
+        return tuple(_rebuild(v, allowed) for v in value[TUPLE])
+    if PAIRS in value:
+        return {_rebuild(k, allowed): _rebuild(v, allowed) for k, v in value[PAIRS]}
     if KEY in value:
-        name = value[KEY]
-        if name not in allowed:
-            raise CodecError(f"stored result names type {name!r}, not one this task allows")
-        cls: Any = allowed[name]
-        if "__pydantic__" in value:
-            return cls.model_validate(value["__pydantic__"])
-        return cls(**{k: _rebuild(v, allowed, pool) for k, v in value.items() if k != KEY})
-    return {k: _rebuild(v, allowed, pool) for k, v in value.items()}
+        return _instance(value, allowed, lambda fields: {k: _rebuild(v, allowed) for k, v in fields.items()})
+    return {k: _rebuild(v, allowed) for k, v in value.items()}
