@@ -126,6 +126,24 @@ def test_the_tree_is_json_and_every_leaf_comes_back_as_it_was():
     assert torch.equal(key_tensor, weights) and three == 3 and back.by_pair[(2.0,)] is None
 
 
+def test_arrays_of_doubles_come_back_as_arrays_of_the_same_bits():
+    from array import array
+
+    values = array("d", [0.1, -0.0, float("nan"), float("inf"), 5e-324] + [random.Random(1).random() for _ in range(900)])
+    run = Run((), {"a": values, "empty": array("d"), "b": values[:3]}, {})
+    stored = torch.load(io.BytesIO(codec.dumps(run)), weights_only=True)
+    assert stored["pool"].numel() == len(values) + 3
+    back = codec.loads(codec.dumps(run), (Run,)).state
+    assert all(type(back[k]) is array and back[k].typecode == "d" for k in ("a", "empty", "b"))
+    assert back["a"].tobytes() == values.tobytes() and back["b"].tobytes() == values[:3].tobytes()
+    assert len(back["empty"]) == 0
+    with pytest.raises(codec.CodecError, match="typecode"):
+        codec.dumps(Run((), {"f": array("f", [1.0])}, {}))
+    for place, match in (([0, 9], "outside"), ([0], "malformed"), (["0", 1], "malformed")):
+        with pytest.raises(codec.CodecError, match=match):
+            codec.loads(pooled({codec.ARRAY: place}, torch.zeros(4, dtype=torch.float64)), ())
+
+
 def test_codec_refuses_a_type_the_task_does_not_allow_and_never_unpickles_code():
     with pytest.raises(codec.CodecError, match="Point"):
         codec.loads(codec.dumps(Point(1.0, "a")), (Run,))

@@ -8,8 +8,11 @@ builds only containers, numbers, strings and tensors:
   count, width]}). JSON cannot run code either, so bytes from the database never do; the
   dataclasses are rebuilt from an allow-list the task names (an unknown name is an error, not an
   import). A float is written as its repr, which reads back as the same float64.
-- `pool`: every long run of floats (a tuple or list of ≥ 256, or of equal-length rows of them),
-  appended to ONE float64 tensor, rebuilt as the same tuples and lists: every bit, nan's included.
+- `pool`: every long run of floats (a tuple or list of ≥ 256, or of equal-length rows of them) and
+  every `array('d')`, appended to ONE float64 tensor, rebuilt as the same tuples, lists and arrays:
+  every bit, nan's included. An array comes back as a slice of the pool's bytes, never as Python
+  floats: a result keeps its bulk (the real model's per-token norms) as arrays, which cost nothing
+  to read until a page reads them.
 - `tensors`: the result's own tensors, as they were.
 
 Why this shape, measured on the real model's step result (1,825 nodes of per-token norms, ~2.6M
@@ -17,13 +20,15 @@ floats, 74k containers): torch.load's unpickler is plain Python, one step per op
 ~0.25 ms on each tensor it reads. Pickled whole with a tensor per run of floats it read in 0.97 s
 in every process that opened it; with one pool 0.57 s, of which 0.35 s was the unpickler on the
 containers. json.loads (C) reads the same containers in ~0.04 s, and its object_hook rebuilds the
-dataclasses on the way (tests/jobs/test_runner.py; bench/HISTORY.md).
+dataclasses on the way: 0.19 s; with the norms as arrays ~0.07 s (tests/jobs/test_runner.py;
+bench/HISTORY.md).
 """
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
+from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -46,12 +51,13 @@ def _all_floats(seq: Any) -> bool:
 
 FORMAT = "__codec__"
 TENSOR = "__tensor__"
+ARRAY = "__array__"  # an array('d'): {ARRAY: [offset, count]} in the pool
 PAIRS = "__pairs__"
 PYDANTIC = "__pydantic__"
 VERSION = 2
 
 
-def _packed(value: tuple | list, pool: list[float]) -> dict[str, Any] | None:
+def _packed(value: tuple | list, pool: array) -> dict[str, Any] | None:
     """A run of floats, or of equal-length rows (all tuples or all lists) of floats, appended to `pool` and
     stored as its place there ({FLOATS: [offset, count, width]}); None for anything else (ints, bools,
     ragged rows, mixed types stay as they are)."""
@@ -76,7 +82,7 @@ def _packed(value: tuple | list, pool: list[float]) -> dict[str, Any] | None:
     return None
 
 
-def _unpacked(value: dict[str, Any], pool: list[float] | None) -> tuple | list:
+def _unpacked(value: dict[str, Any], pool: array | None) -> tuple | list:
     if value.get("outer") not in SEQUENCES or value.get("inner") not in (None, *SEQUENCES):
         raise CodecError("stored result holds a malformed run of floats")
     outer, inner, place = SEQUENCES[value["outer"]], value["inner"], value[FLOATS]
@@ -88,13 +94,24 @@ def _unpacked(value: dict[str, Any], pool: list[float] | None) -> tuple | list:
     offset, count, width = place
     if offset < 0 or count < 0 or offset + count > len(pool) or (inner is not None and (width <= 0 or count % width)):
         raise CodecError("stored result holds a run of floats outside its pool")
+    floats = pool[offset:offset + count].tolist()
     if inner is None:
-        return outer(pool[offset:offset + count])
+        return outer(floats)
     make = SEQUENCES[inner]
-    return outer([make(pool[at:at + width]) for at in range(offset, offset + count, width)])
+    return outer([make(floats[at:at + width]) for at in range(0, count, width)])
 
 
-def _plain(value: Any, pool: list[float], tensors: list[torch.Tensor]) -> Any:
+def _array(value: dict[str, Any], pool: array) -> array:
+    place = value[ARRAY]
+    if not (isinstance(place, list) and len(place) == 2 and all(type(v) is int for v in place)):
+        raise CodecError("stored result holds a malformed array")
+    offset, count = place
+    if offset < 0 or count < 0 or offset + count > len(pool):
+        raise CodecError("stored result holds an array outside its pool")
+    return pool[offset:offset + count]
+
+
+def _plain(value: Any, pool: array, tensors: list[torch.Tensor]) -> Any:
     if type(value) in (tuple, list) and (packed := _packed(value, pool)) is not None:
         return packed
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -108,6 +125,12 @@ def _plain(value: Any, pool: list[float], tensors: list[torch.Tensor]) -> Any:
         if any(not isinstance(k, str) for k in value):
             return {PAIRS: [[_plain(k, pool, tensors), _plain(v, pool, tensors)] for k, v in value.items()]}
         return {k: _plain(v, pool, tensors) for k, v in value.items()}
+    if isinstance(value, array):
+        if value.typecode != "d":
+            raise CodecError(f"cannot store an array of typecode {value.typecode!r} in a job result (only 'd')")
+        offset = len(pool)
+        pool.extend(value)
+        return {ARRAY: [offset, len(value)]}
     if isinstance(value, torch.Tensor):
         tensors.append(value.detach().cpu().clone())
         return {TENSOR: len(tensors) - 1}
@@ -119,12 +142,12 @@ def _plain(value: Any, pool: list[float], tensors: list[torch.Tensor]) -> Any:
 
 
 def dumps(result: Any) -> bytes:
-    pool: list[float] = []
+    pool = array("d")
     tensors: list[torch.Tensor] = []
     tree = json.dumps(_plain(result, pool, tensors), separators=(",", ":"))  # floats as repr: exact; nan as NaN
+    floats = torch.frombuffer(bytearray(pool.tobytes()), dtype=torch.float64) if pool else torch.zeros(0).double()
     buffer = io.BytesIO()
-    torch.save({FORMAT: VERSION, "tree": tree, "pool": torch.tensor(pool, dtype=torch.float64), "tensors": tensors},
-               buffer)
+    torch.save({FORMAT: VERSION, "tree": tree, "pool": floats, "tensors": tensors}, buffer)
     return buffer.getvalue()
 
 
@@ -144,14 +167,16 @@ def loads(raw: bytes, types: Iterable[type]) -> Any:
     if not (isinstance(tensors, list) and all(isinstance(t, torch.Tensor) for t in tensors) and isinstance(tree, str)):
         raise CodecError("stored result's tree or tensors are malformed")
     try:
-        return json.loads(tree, object_hook=_hook(allowed, pool.tolist(), tensors))
+        floats = array("d")
+        floats.frombytes(pool.contiguous().numpy().tobytes())  # the buffer as is: no Python float made
+        return json.loads(tree, object_hook=_hook(allowed, floats, tensors))
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         if isinstance(exc, CodecError):
             raise
         raise CodecError(f"stored result unreadable: {exc}") from exc
 
 
-def _hook(allowed: dict[str, type], pool: list[float], tensors: list[torch.Tensor]) -> Callable[[dict], Any]:
+def _hook(allowed: dict[str, type], pool: array, tensors: list[torch.Tensor]) -> Callable[[dict], Any]:
     """json's object_hook: each object as the parser finishes it (its members are rebuilt already)."""
     def rebuild(value: dict[str, Any]) -> Any:
         if len(value) <= 3:  # every marker object is this small; most plain dicts and dataclasses are not
@@ -159,6 +184,8 @@ def _hook(allowed: dict[str, type], pool: list[float], tensors: list[torch.Tenso
                 return tuple(value[TUPLE])
             if FLOATS in value:
                 return _unpacked(value, pool)
+            if ARRAY in value:
+                return _array(value, pool)
             if TENSOR in value:
                 index = value[TENSOR]
                 if type(index) is not int or not 0 <= index < len(tensors):

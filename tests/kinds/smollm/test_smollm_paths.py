@@ -103,3 +103,19 @@ def test_a_queued_step_says_how_many_runs_are_ahead(client, monkeypatch):
     monkeypatch.setattr(JOBS, "ahead", lambda job: 1 if job is waiting else None)
     box = client.get(f"{BASE}/smollm-progress?group_size=3&max_new_tokens=5&step=sample", headers={"HX-Request": "true"})
     assert "one run of this model at a time), 1 run ahead of it." in " ".join(soup(box).get_text(" ").split())
+
+
+def test_the_panel_runs_r1_zero_from_the_pages_seed(client):
+    """The step form's seed is the run's too (step s samples with seed + s), as the tiny LM's panel does."""
+    panel = soup(client.get(f"{BASE}/steps/sample?seed=7")).select_one("#smol-paths")
+    run = panel.select_one("form:has(#smol-path-run)")
+    assert "seed=7" in run["action"] and "seed=7" in run["hx-post"]
+    assert "Not computed yet for seed 7" in " ".join(panel.get_text(" ").split())
+    assert JOBS.find(*r1_zero_job("cpu", 7)) is None, "a GET never starts the run"
+    before = len(JOBS.store.listing())
+    assert client.post(f"{BASE}/smollm-paths/r1-zero?step=sample&seed=-1", follow_redirects=False).status_code == 404
+    assert len(JOBS.store.listing()) == before, "a refused seed stores nothing"
+    started = client.post(f"{BASE}/smollm-paths/r1-zero?step=sample&seed=7", follow_redirects=False)
+    assert started.status_code == 303 and "seed=7" in started.headers["location"]
+    assert JOBS.find(*r1_zero_job("cpu", 7)) is not None
+    assert JOBS.find(*r1_zero_job("cpu")) is None, "seed 7's run, not the default's"

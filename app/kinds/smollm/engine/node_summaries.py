@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from array import array
 
 import torch
 
 from app.engine.grpo.token_records import TensorSummary
-from app.kinds.smollm.engine.step_records import HeadNode, WideNode
+from app.kinds.smollm.engine.step_records import HeadNode, Rows, WideNode
 
 COPIES = ("policy", "old_policy", "reference_policy")
 TOP_DIMS = 5
@@ -88,8 +89,10 @@ def _per_token(tensor: torch.Tensor, axis: int) -> torch.Tensor:
     return moved.reshape(moved.shape[0], moved.shape[1], -1)
 
 
-def _rows(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
-    return tuple(tuple(row) for row in t.to(WIDE).cpu().tolist())
+def _rows(t: torch.Tensor) -> Rows:
+    """(G, L) as Rows: float64 (every float32 exactly), one flat array."""
+    table = t.to(WIDE).cpu().contiguous()
+    return Rows(array("d", table.numpy().tobytes()), table.shape[1])
 
 
 def wide_node(node_id: str, tensor: torch.Tensor, positions: torch.Tensor,

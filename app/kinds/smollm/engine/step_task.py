@@ -15,10 +15,10 @@ from typing import Any
 from app.engine.grpo.token_records import TensorSummary, TokenRecord
 from app.engine.jobs.tasks import Progress
 from app.kinds.smollm.engine.params import SmolParams
-from app.kinds.smollm.engine.step_records import HeadNode, SmolCompletion, SmolStepResult, TokenMove, WideNode
+from app.kinds.smollm.engine.step_records import HeadNode, Rows, SmolCompletion, SmolStepResult, TokenMove, WideNode
 
 TASK = "smollm_step"
-TYPES = (SmolStepResult, SmolCompletion, HeadNode, WideNode, TokenMove, TensorSummary, TokenRecord, SmolParams)
+TYPES = (SmolStepResult, SmolCompletion, HeadNode, WideNode, Rows, TokenMove, TensorSummary, TokenRecord, SmolParams)
 
 # Each stage's share of a step's time (measured on two CPU cores and two threads, G 8 x 48 tokens:
 # 6.9, 2.9, 9.1, 5.7, 4.7, 0.4, 1.5 s), so the page's progress bar moves evenly; the stage names are

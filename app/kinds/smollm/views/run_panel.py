@@ -67,6 +67,7 @@ class RunPanel:
     steps: int
     group_size: int
     max_new_tokens: int
+    seed: int = 0  # the page's seed: step s of the run samples with seed + s
     queue_place: int | None = None  # runs of this lane ahead of a queued one
 
     @property

@@ -90,7 +90,8 @@ def nodes_payload(result: SmolStepResult, node: str | None) -> dict[str, Any]:
     if node in result.wide:
         w = result.wide[node]
         return {"node": {"id": node, "size": "per-token", "shape": list(w.shape), "token_axis": w.token_axis,
-                         "value_norm": w.value_norm, "grad_norm": w.grad_norm,
+                         "value_norm": w.value_norm.tolist(),
+                         "grad_norm": None if w.grad_norm is None else w.grad_norm.tolist(),
                          "top_dims": [list(d) for d in w.top_dims], "summary": vars(w.summary)}}
     raise NotFound(f"node {node!r} was not recorded in this step (a block the model lacks, or no such node)")
 

@@ -4,6 +4,7 @@ bounded as every start is, app/web/jobs/start.py). Thin: views/run_panel.py draw
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
@@ -27,18 +28,20 @@ NO_STORE = "no-store"
 router = APIRouter(include_in_schema=False)
 
 
-def r1_zero_job(device: str) -> tuple[str, dict]:
-    """The panel's run: R1-Zero at its defaults (20 steps, G 8 x 32 tokens, seed 0) on the server's device."""
-    return run_task.TASK, run_task.path_params("r1-zero", run_task.run_params(DEFAULT_SEED), device)
+def r1_zero_job(device: str, seed: int = DEFAULT_SEED) -> tuple[str, dict]:
+    """The panel's run: R1-Zero at its defaults (20 steps, G 8 x 32 tokens) from the page's seed (the step's
+    sampling seed: step s of the run samples with seed + s) on the server's device."""
+    return run_task.TASK, run_task.path_params("r1-zero", run_task.run_params(seed), device)
 
 
 def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str) -> RunPanel:
     path = q.process or "r1-zero"
-    task, params = r1_zero_job(device)
+    seed = q.params.seed
+    task, params = r1_zero_job(device, seed)
     run = run_task.params_of(params)
     job = JOBS.find(task, params) if checkpoint.find_gguf() is not None else None
     result = JOBS.result(job) if job is not None and job.state == "done" else None
-    base = f"{URLS.walkthrough(walkthrough_id)}/smollm-paths/r1-zero?step={step_id}"
+    base = f"{URLS.walkthrough(walkthrough_id)}/smollm-paths/r1-zero?step={step_id}&seed={seed}"
     waiting = job is not None and not job.finished
 
     def page(p: str) -> str:
@@ -47,7 +50,7 @@ def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str) ->
     return RunPanel(path, path_tabs(path, page), job, run_view(result) if result is not None else None,
                     start_url=base, poll_url=f"{base}&process={path}" if waiting else None,
                     why_not=WHY_NOT.get(path), tiny_lm_url=TINY_LM_PATHS.format(path=path), steps=run.steps,
-                    group_size=run.group_size, max_new_tokens=run.max_new_tokens,
+                    group_size=run.group_size, max_new_tokens=run.max_new_tokens, seed=seed,
                     queue_place=JOBS.ahead(job) if job is not None else None)
 
 
@@ -65,26 +68,36 @@ def _step_id(entry: CatalogEntry, step: str) -> str:
 
 @router.get("/walkthroughs/{walkthrough_id}/smollm-paths/{path}")
 def paths_panel(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, step: str = "",
-                process: str = "r1-zero"):
+                process: str = "r1-zero", seed: str = str(DEFAULT_SEED)):
     """The panel alone, as it polls itself while the run is queued or going."""
     entry = _entry(cat, walkthrough_id, path)
     if process not in PATH_IDS:
         raise NotFound(f"process must be one of {', '.join(PATH_IDS)}, got {process!r}")
-    panel = build_panel(walkthrough_id, _step_id(entry, step), SmolQuery(SmolParams(), process=process), dev)
+    panel = build_panel(walkthrough_id, _step_id(entry, step), SmolQuery(_seeded(seed), process=process), dev)
     headers = {"Cache-Control": NO_STORE} if panel.poll_url or panel.view is None else None
     return render(request, PANEL, PANEL, {"paths": panel}, headers=headers)
 
 
 @router.post("/walkthroughs/{walkthrough_id}/smollm-paths/{path}")
 async def start_run(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep,
-                    step: str = ""):
+                    step: str = "", seed: str = str(DEFAULT_SEED)):
     """The panel's Run, or Try again after a failure: the run queued, then the panel (htmx) or the page."""
     entry = _entry(cat, walkthrough_id, path)
     if checkpoint.find_gguf() is None:
         raise NotFound("the real model's checkpoint is not installed on this server")
-    await start_jobs(request, [r1_zero_job(dev)])  # a failed run is queued again
+    params = _seeded(seed)
+    await start_jobs(request, [r1_zero_job(dev, params.seed)])  # a failed run is queued again
     step_id = _step_id(entry, step)
     if wants_fragment(request):
-        return await run_in_threadpool(paths_panel, request, walkthrough_id, path, cat, dev, step_id)
-    return RedirectResponse(URLS.step(walkthrough_id, step_id, {"process": "r1-zero"}) + "#smol-paths",
-                            status_code=303)
+        return await run_in_threadpool(paths_panel, request, walkthrough_id, path, cat, dev, step_id, "r1-zero",
+                                       str(params.seed))
+    query = {"process": "r1-zero", **({"seed": str(params.seed)} if params.seed != SmolParams().seed else {})}
+    return RedirectResponse(URLS.step(walkthrough_id, step_id, query) + "#smol-paths", status_code=303)
+
+
+def _seeded(seed: str) -> SmolParams:
+    """The step parameters at their defaults but the seed, validated as the step form's is (a 404 naming it)."""
+    try:
+        return SmolParams(seed=seed)
+    except ValidationError as exc:
+        raise NotFound(f"seed: {exc.errors()[0]['msg']}, got {seed!r}") from None
