@@ -50,11 +50,20 @@ def test_tied_groups_names_the_worst_step_and_how_many_crossed():
     assert rf.tied_groups(run(frac_reward_zero_std=lambda s: 0.49)) == []
 
 
-def test_loss_zero_says_when_every_group_was_tied():
+def test_loss_zero_says_it_is_no_bug_unless_every_group_was_tied():
     (f,) = rf.loss_zero(run(loss=lambda s: 0.0 if s > 50 else 0.02,
                             frac_reward_zero_std=lambda s: 1.0 if s > 55 else 0.1))
-    assert "exactly 0 at 10 logged steps, first at step 51" in f.sentence
-    assert "At 5 of the 10 of them every group was tied" in f.sentence and f.steps == (51,)
+    assert "The logged loss is 0 at 10 steps, first at step 51. That alone is no bug" in f.sentence
+    assert "At 5 of them every group was tied (frac_reward_zero_std 1, first at step 56)" in f.sentence
+    assert f.steps == (56,) and f.numbers["all_tied"] == 5
+    (untied,) = rf.loss_zero(run(loss=lambda s: 0.0 if s == 7 else 0.02))
+    assert "at 1 step, first at step 7" in untied.sentence and "At none of them was every group tied" in untied.sentence
+    document = healthy(10)
+    for e in document["log_history"][:-1]:
+        e["loss"] = 0.0
+        del e["frac_reward_zero_std"]
+    (unknown,) = rf.loss_zero(read_trainer_state(document))
+    assert "is not logged" in unknown.sentence
 
 
 def test_truncated_names_the_share_of_cut_completions():

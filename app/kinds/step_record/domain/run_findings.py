@@ -13,8 +13,11 @@ says nothing), and each is tested on a run built to trigger it and one built not
 - tied_groups: `frac_reward_zero_std` ≥ TIED_SHARE (0.5) at some step: that share of the groups had
   every reward equal, so their advantages are 0 and they give no gradient. Said with the worst step
   and how many steps crossed the line.
-- loss_zero: `loss` exactly 0 at ≥ 1 step. With every group tied (and β = 0) the loss is 0 and so is
-  the gradient; where frac_reward_zero_std is logged the sentence says whether it was 1 there.
+- loss_zero: `loss` exactly 0 at ≥ 1 step. Alone that is no bug (TRL #2703): at num_iterations = 1 the
+  loss's value is minus a weighted mean of the advantages (near 0: centred per group) plus β·KL while its
+  gradient is not, and
+  transformers' Trainer logs the loss rounded to 4 decimals. Where frac_reward_zero_std is 1 as well,
+  every group tied: the gradient is 0 too. The sentence says which.
 - truncated: `completions/clipped_ratio` ≥ TRUNCATED_SHARE (0.2) at some step: that share of the
   completions hit max_completion_length; their last tokens carry no EOS.
 - kl_spike: `kl` at a step exceeds SPIKE_FACTOR (5) × the median of the SPIKE_WINDOW (10) logged steps
@@ -100,13 +103,22 @@ def loss_zero(log: RunLog) -> list[Finding]:
         return []
     tied = dict(log.series("frac_reward_zero_std")) if "frac_reward_zero_std" in log.metrics else {}
     known = [s for s in zero if s in tied]
-    why = ""
-    if known:
-        all_tied = sum(1 for s in known if tied[s] == 1.0)
-        why = (f" At {all_tied} of the {len(known)} of them every group was tied (frac_reward_zero_std 1): "
-               "all advantages 0, so with β = 0 the loss and its gradient are 0.")
-    return [Finding("loss_zero", f"The loss is exactly 0 at {len(zero)} logged step{'s' if len(zero) != 1 else ''}, "
-                    f"first at step {zero[0]}.{why}", (zero[0],), {"steps": len(zero), "first": zero[0]})]
+    all_tied = [s for s in known if tied[s] == 1.0]
+    if not known:
+        why = " Whether every group was tied there is not logged (no frac_reward_zero_std)."
+    elif all_tied:
+        why = (f" At {len(all_tied)} of them every group was tied (frac_reward_zero_std 1, first at step "
+               f"{all_tied[0]}): there the advantages, and with β = 0 the gradient, are 0 too: those steps taught "
+               "nothing.")
+    else:
+        why = " At none of them was every group tied (frac_reward_zero_std < 1), so the gradient was not 0."
+    plural = "s" if len(zero) != 1 else ""
+    return [Finding("loss_zero", (
+        f"The logged loss is 0 at {len(zero)} step{plural}, first at step {zero[0]}. That alone is no bug: at "
+        "num_iterations = 1 the GRPO loss's value is minus a weighted mean of the advantages (near 0: they are "
+        "centred in each group) plus β·KL, while its gradient is not 0, and transformers' Trainer logs the loss "
+        "rounded to 4 decimals." + why),
+        ((all_tied or zero)[0],), {"steps": len(zero), "first": zero[0], "all_tied": len(all_tied)})]
 
 
 def truncated(log: RunLog) -> list[Finding]:
