@@ -233,6 +233,40 @@ def test_fixture_is_a_real_record_the_app_agrees_with(runs):
         assert abs(result.metrics[key] - logged) <= RTOL * max(abs(logged), result.scale if key == "loss" else 0)
 
 
+@pytest.mark.parametrize("run", list(RUNS))
+def test_the_runs_trainer_state_reads_as_a_run_equal_to_its_log_history(runs, run):
+    """Issue 34's run reader (app/kinds/step_record/domain/run_log.py) on the trainer_state.json TRL's own
+    Trainer writes: every logged metric of every step equals trainer.state.log_history, the closing entry
+    apart; the findings' rules read TRL's real metric names."""
+    import math
+
+    from app.kinds.step_record.domain.run_dir import find_trainer_state
+    from app.kinds.step_record.domain.run_findings import findings
+    from app.kinds.step_record.domain.run_log import SUMMARY_KEYS, read_trainer_state
+
+    trainer = runs[run]
+    trainer.save_state()  # output_dir/trainer_state.json, as a script's last line writes it
+    path = find_trainer_state(pathlib.Path(trainer.args.output_dir))
+    log = read_trainer_state(path.read_bytes(), source=str(path))
+    history = trainer.state.log_history
+    train = [e for e in history if not SUMMARY_KEYS & e.keys()]
+    assert log.steps == tuple(range(1, trainer.args.max_steps + 1)) == tuple(e["step"] for e in train)
+    for entry in train:
+        at = log.steps.index(entry["step"])
+        for key, value in entry.items():
+            if key != "step":
+                got = log.metrics[key][at]
+                assert got == float(value) or (math.isnan(got) and math.isnan(value)), (run, entry["step"], key)
+    assert sum(v is not None for values in log.metrics.values() for v in values) == \
+        sum(len(e) - 1 for e in train)  # nothing invented
+    (closing,) = [e for e in history if SUMMARY_KEYS & e.keys()]
+    assert log.summary["train_runtime"] == closing["train_runtime"]
+    assert {"loss", "kl" if trainer.beta > 0 else "loss", "clip_ratio/region_mean", "frac_reward_zero_std",
+            "completions/clipped_ratio", "entropy"} <= set(log.metrics)
+    rules = {f.rule for f in findings(log)}
+    assert "clip_never" not in rules  # num_iterations = 2 and a high learning rate: these runs clip
+
+
 def test_configurations_the_record_cannot_hold_are_refused(model_dir, tmp_path):
     with pytest.raises(ValueError) as refused:
         _trainer(model_dir, tmp_path, loss_type="sapo", top_entropy_quantile=0.5, logging_steps=2,

@@ -106,6 +106,11 @@ def test_the_inspector_shows_a_head_nodes_values_and_a_block_nodes_norms(client,
     assert len(rows) == n
     assert [r.select("td")[2].get_text(strip=True) for r in rows] == [readout(v) for v in node.value_norm[0][:n]]
     assert [r.select("td")[3].get_text(strip=True) for r in rows] == [readout(v) for v in node.grad_norm[0][:n]]
+    sm = node.summary  # the node's range and norms, each a number (the template once named fields it lacks)
+    stats = " ".join(wide.select_one(".stats").get_text(" ").split())
+    assert stats == (f"min {readout(sm.value_min)} · max {readout(sm.value_max)} · mean {readout(sm.value_mean)} · "
+                     f"‖value‖ {readout(sm.value_norm)} · ‖∂loss/∂node‖ {readout(sm.grad_norm)} "
+                     f"(largest |entry| {readout(sm.grad_abs_max)})")
     # a node of a block the test model lacks (it has 13): said, not invented
     missing = soup(client.get(f"{BASE}/steps/blocks?{QUERY}&node=policy.blocks.20.mlp.down"))
     assert "not recorded in this run" in missing.select_one("#inspector").get_text(" ")
