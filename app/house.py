@@ -28,8 +28,10 @@ from app.web.settings import Settings
 # words ("Prompt features x") would otherwise take its nodes. Then the tiny LM: its words are more
 # specific than the toy's. The engines' matchers are exact (a record's never matches), so their
 # order does not matter.
-# The real model last: its matcher is exact (SmolLMGRPO's 1,825 nodes), and its graph shares no words.
-KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, TOY, SMOLLM)
+# The real model before the toy for the same reason: its head is the tiny LM's token-level one (ModuleTemplates
+# PolicyRatio, ClippedSurrogate, ...), which the toy's words describe per answer ("each sampled answer",
+# ρ_i) while here ρ is per token; its words answer only for its own graph (the ScoredLlama marker).
+KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, SMOLLM, TOY)
 
 
 def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:

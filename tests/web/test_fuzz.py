@@ -222,6 +222,7 @@ def effective_params(query: list[tuple[str, str]]) -> GRPOParams:
 @given(wid=TEXT, suffix=st.sampled_from(["", "/tensors", "/", "/tensors/", "/steps"]), quoted=st.booleans(),
        query=items_for(["step", "node"], max_size=3))
 @example(wid="toy_grpo", suffix="", quoted=True, query=[])
+@example(wid=".", suffix="", quoted=False, query=[])  # CI, stop 40: collapses to /api/walkthroughs
 @example(wid="../walkthroughs/toy_grpo.tensorviz", suffix="", quoted=False, query=[])
 @example(wid="%2e%2e%2fwalkthroughs%2ftoy_grpo.tensorviz", suffix="/tensors", quoted=False, query=[])
 def test_walkthrough_ids(client, wid, suffix, quoted, query):
@@ -232,7 +233,12 @@ def test_walkthrough_ids(client, wid, suffix, quoted, query):
     check_api_error(response, {k for k, _ in query})
     if response.status_code == 200:  # only the one real walkthrough answers; ids never become paths
         body = response.json()
-        assert isinstance(body, dict) and "toy_grpo" in (body.get("id"), body.get("walkthrough")), describe(response)
+        if response.request.url.path.rstrip("/") == "/api/walkthroughs":
+            # An unquoted "." (or "./.") id is a dot segment the client removes: the request that left
+            # was for the list itself, which answers as the list.
+            assert isinstance(body, list) and any(w["id"] == "toy_grpo" for w in body), describe(response)
+        else:
+            assert isinstance(body, dict) and "toy_grpo" in (body.get("id"), body.get("walkthrough")), describe(response)
 
 
 def test_walkthrough_list(client):

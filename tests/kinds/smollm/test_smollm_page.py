@@ -161,3 +161,14 @@ def test_the_blocks_figure_says_when_no_gradient_reaches_any_block(client, compu
     assert figures.block_figure(flat).top == ()
     pushed = dataclasses.replace(computed, block_grad_norms=(0.0, 3.0, 1.0, 2.0, 0.5) + (0.0,) * 8)
     assert figures.block_figure(pushed).top == (1, 3, 2)
+
+
+def test_the_heads_nodes_have_the_per_token_words_not_the_toys(client, computed):
+    """The real model's head is token-level: ρ per token, as the tiny LM's. The toy's words (per answer, ρ_i) once
+    took these nodes, its describer coming first in the house's order."""
+    page = client.get(f"{BASE}/steps/ratio?{QUERY}&node=ratio", follow_redirects=True)  # the step's own selection
+    assert page.status_code == 200
+    inspector = soup(page).select_one("#inspector")
+    text = " ".join(inspector.get_text(" ").split())
+    assert "Per-token ratio ρ" in text and "ρ_i,t" in text
+    assert "each sampled answer" not in text

@@ -55,7 +55,10 @@ def test_loss_zero_says_it_is_no_bug_unless_every_group_was_tied():
                             frac_reward_zero_std=lambda s: 1.0 if s > 55 else 0.1))
     assert "The logged loss is 0 at 10 steps, first at step 51. That alone is no bug" in f.sentence
     assert "At 5 of them every group was tied (frac_reward_zero_std 1, first at step 56)" in f.sentence
-    assert f.steps == (56,) and f.numbers["all_tied"] == 5
+    assert f.steps == (56,) and f.numbers["all_tied"] == 5 and "grad_norm" not in f.sentence
+    (stuck,) = rf.loss_zero(run(loss=lambda s: 0.0 if s > 50 else 0.02, grad_norm=lambda s: 0.0 if s > 58 else 0.5,
+                                frac_reward_zero_std=lambda s: 1.0 if s > 55 else 0.1))
+    assert "grad_norm is 0 at 2 of them (first at step 59): no update at all there." in stuck.sentence
     (untied,) = rf.loss_zero(run(loss=lambda s: 0.0 if s == 7 else 0.02))
     assert "at 1 step, first at step 7" in untied.sentence and "At none of them was every group tied" in untied.sentence
     document = healthy(10)

@@ -13,11 +13,12 @@ says nothing), and each is tested on a run built to trigger it and one built not
 - tied_groups: `frac_reward_zero_std` ≥ TIED_SHARE (0.5) at some step: that share of the groups had
   every reward equal, so their advantages are 0 and they give no gradient. Said with the worst step
   and how many steps crossed the line.
-- loss_zero: `loss` exactly 0 at ≥ 1 step. Alone that is no bug (TRL #2703): at num_iterations = 1 the
+- loss_zero: `loss` exactly 0 at ≥ 1 step. Alone that is no bug (TRL #2703, #3452): at num_iterations = 1 the
   loss's value is minus a weighted mean of the advantages (near 0: centred per group) plus β·KL while its
   gradient is not, and
   transformers' Trainer logs the loss rounded to 4 decimals. Where frac_reward_zero_std is 1 as well,
-  every group tied: the gradient is 0 too. The sentence says which.
+  every group tied: the gradient is 0 too (TRL #3857: loss 0, grad_norm 0, frac_reward_zero_std 1). The
+  sentence says which, and at how many of them grad_norm is 0.
 - truncated: `completions/clipped_ratio` ≥ TRUNCATED_SHARE (0.2) at some step: that share of the
   completions hit max_completion_length; their last tokens carry no EOS.
 - kl_spike: `kl` at a step exceeds SPIKE_FACTOR (5) × the median of the SPIKE_WINDOW (10) logged steps
@@ -112,13 +113,18 @@ def loss_zero(log: RunLog) -> list[Finding]:
                "nothing.")
     else:
         why = " At none of them was every group tied (frac_reward_zero_std < 1), so the gradient was not 0."
+    grads = dict(log.series("grad_norm")) if "grad_norm" in log.metrics else {}
+    still = [s for s in zero if s in grads and grads[s] == 0]
+    if still:
+        why += f" grad_norm is 0 at {len(still)} of them (first at step {still[0]}): no update at all there."
     plural = "s" if len(zero) != 1 else ""
     return [Finding("loss_zero", (
         f"The logged loss is 0 at {len(zero)} step{plural}, first at step {zero[0]}. That alone is no bug: at "
         "num_iterations = 1 the GRPO loss's value is minus a weighted mean of the advantages (near 0: they are "
         "centred in each group) plus β·KL, while its gradient is not 0, and transformers' Trainer logs the loss "
         "rounded to 4 decimals." + why),
-        ((all_tied or zero)[0],), {"steps": len(zero), "first": zero[0], "all_tied": len(all_tied)})]
+        ((all_tied or still or zero)[0],),
+        {"steps": len(zero), "first": zero[0], "all_tied": len(all_tied), "zero_grad": len(still)})]
 
 
 def truncated(log: RunLog) -> list[Finding]:
