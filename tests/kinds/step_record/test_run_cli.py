@@ -51,3 +51,35 @@ def test_a_refused_or_missing_run_says_why(tmp_path, capsys):
     empty.mkdir()
     assert app_main(["findings", str(empty)]) == 2
     assert "no trainer_state.json here or in a checkpoint-N/ folder" in capsys.readouterr().err
+
+
+def test_open_stores_a_run_directory_for_the_server_and_prints_its_link(tmp_path, capsys, monkeypatch, make_client):
+    data = tmp_path / "data"
+    monkeypatch.setenv("DATA_DIR", str(data))
+    run = tmp_path / "out"
+    document = healthy(25)
+    for e in document["log_history"][:-1]:
+        e["clip_ratio/region_mean"] = 0.0
+    write_run(run, document, checkpoint=25)
+    assert app_main(["open", str(run), "--port", "8123"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("stored run ") and "25 logged steps" in out[0]
+    assert any(line.startswith("- [clip_never]") for line in out)
+    url = out[-1].removeprefix("open http://127.0.0.1:8123")
+    assert url.startswith("/runs/")
+    assert app_main(["open", str(run / "checkpoint-25" / "trainer_state.json")]) == 0
+    assert capsys.readouterr().out.startswith("already stored run " + url.removeprefix("/runs/"))
+    page = make_client(data_dir=data).get(url)  # the server on the same data directory opens it
+    assert page.status_code == 200 and "A GRPO run: 25 logged steps" in page.text
+
+
+def test_open_refuses_a_bad_run_by_its_path_and_stores_nothing(tmp_path, capsys, monkeypatch):
+    data = tmp_path / "data"
+    monkeypatch.setenv("DATA_DIR", str(data))
+    document = healthy(5)
+    document["log_history"][3]["loss"] = [1]
+    write_run(tmp_path / "out", document)
+    assert app_main(["open", str(tmp_path / "out")]) == 1
+    assert "log_history[3].loss: expected a number, got a list" in capsys.readouterr().err
+    assert not (data / "runs").exists() or not list((data / "runs").iterdir())
+    assert app_main(["open", str(tmp_path / "nowhere" / "trainer_state.json")]) == 2

@@ -40,6 +40,7 @@ TIED_SHARE = 0.5
 TRUNCATED_SHARE = 0.2
 SPIKE_FACTOR, SPIKE_WINDOW, SPIKE_FLOOR = 5.0, 10, 1e-3
 FALL_SHARE = 0.5
+CLIP_NAMES = ("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Finding:
     sentence: str
     steps: tuple[int, ...]  # the steps it points at (a link each)
     numbers: dict[str, float] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()  # the logged metrics it reads, whose charts mark its steps
 
 
 def _pct(x: float) -> str:
@@ -78,7 +80,8 @@ def clip_never(log: RunLog) -> list[Finding]:
         f"The clip ratio ({name}) is 0 at every one of the {len(points)} logged steps. With TRL's default "
         "num_iterations = 1 that is expected, not a bug: the policy that sampled is the one updated, so ρ = 1 "
         "and nothing can clip. With num_iterations > 1 it means the updates are too small to move ρ past 1 ± ε "
-        "(this log does not record num_iterations)."), (points[0][0], points[-1][0]), {"steps": len(points)})]
+        "(this log does not record num_iterations)."), (points[0][0], points[-1][0]), {"steps": len(points)},
+        tuple(n for n in CLIP_NAMES if n in log.metrics))]
 
 
 def tied_groups(log: RunLog) -> list[Finding]:
@@ -93,7 +96,7 @@ def tied_groups(log: RunLog) -> list[Finding]:
         f"At step {worst[0]}, {_pct(worst[1])} of the groups had every reward equal (frac_reward_zero_std): "
         f"their advantages are 0 and they give no gradient. {len(over)} of {len(points)} logged steps had at "
         f"least {_pct(TIED_SHARE)} of their groups tied."), (worst[0],),
-        {"worst_step": worst[0], "worst_share": worst[1], "steps_over": len(over)})]
+        {"worst_step": worst[0], "worst_share": worst[1], "steps_over": len(over)}, ("frac_reward_zero_std",))]
 
 
 def loss_zero(log: RunLog) -> list[Finding]:
@@ -124,7 +127,8 @@ def loss_zero(log: RunLog) -> list[Finding]:
         "centred in each group) plus β·KL, while its gradient is not 0, and transformers' Trainer logs the loss "
         "rounded to 4 decimals." + why),
         ((all_tied or still or zero)[0],),
-        {"steps": len(zero), "first": zero[0], "all_tied": len(all_tied), "zero_grad": len(still)})]
+        {"steps": len(zero), "first": zero[0], "all_tied": len(all_tied), "zero_grad": len(still)},
+        tuple(n for n in ("loss", "frac_reward_zero_std", "grad_norm") if n in log.metrics))]
 
 
 def truncated(log: RunLog) -> list[Finding]:
@@ -137,7 +141,8 @@ def truncated(log: RunLog) -> list[Finding]:
     return [Finding("truncated", (
         f"At step {worst[0]}, {_pct(worst[1])} of the completions hit max_completion_length "
         f"(completions/clipped_ratio): cut before their end-of-sequence token. {len(over)} logged steps had at "
-        f"least {_pct(TRUNCATED_SHARE)}."), (worst[0],), {"worst_step": worst[0], "worst_share": worst[1]})]
+        f"least {_pct(TRUNCATED_SHARE)}."), (worst[0],), {"worst_step": worst[0], "worst_share": worst[1]},
+        ("completions/clipped_ratio",))]
 
 
 def kl_spike(log: RunLog) -> list[Finding]:
@@ -160,7 +165,8 @@ def kl_spike(log: RunLog) -> list[Finding]:
         times = f"{value / median:.1f} ×" if median > 0 else "far above"
         out.append(Finding("kl_spike", (
             f"KL spiked at step {step}: {_num(value)}, {times} the median of the {SPIKE_WINDOW} logged steps before "
-            f"the spike ({_num(median)})."), (step,), {"step": step, "kl": value, "median_before": median}))
+            f"the spike ({_num(median)})."), (step,), {"step": step, "kl": value, "median_before": median},
+            ("kl",)))
     return out
 
 
@@ -184,7 +190,7 @@ def entropy_fall(log: RunLog) -> list[Finding]:
     return [Finding("entropy_fall", (
         f"Entropy fell {_pct(share)} between steps {a} and {b} ({_num(va)} → {_num(vb)}): the policy grew sure of "
         "its tokens; a collapse this large often comes before rewards stop improving."), (a, b),
-        {"from_step": a, "to_step": b, "share": share})]
+        {"from_step": a, "to_step": b, "share": share}, ("entropy",))]
 
 
 def not_finite(log: RunLog) -> list[Finding]:
@@ -195,7 +201,8 @@ def not_finite(log: RunLog) -> list[Finding]:
             step, value = bad[0]
             out.append(Finding("not_finite", (
                 f"{name} is {value} at step {step}" + (f" and at {len(bad) - 1} logged steps after it." if len(bad) > 1
-                                                       else ".")), (step,), {"step": step, "count": len(bad)}))
+                                                       else ".")), (step,), {"step": step, "count": len(bad)},
+                (name,)))
     return out
 
 

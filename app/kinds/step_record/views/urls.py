@@ -12,3 +12,12 @@ def record(walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
 
 def record_schema() -> str:
     return "/api/schemas/step-record"
+
+
+def run(run_id: str, query: Mapping[str, str | int] | None = None) -> str:
+    """A run's explorer (issue 34): `from`/`to` zoom to a window of steps, `step` selects one."""
+    return with_query(f"/runs/{segment(run_id)}", {k: str(v) for k, v in (query or {}).items()})
+
+
+def run_api(run_id: str) -> str:
+    return f"/api/runs/{segment(run_id)}"

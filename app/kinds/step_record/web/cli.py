@@ -1,4 +1,9 @@
-"""`python -m app open FILE [--serve]`: open your own step record (or snapshot) from the command line.
+"""`python -m app open FILE [--serve]`: open your own step record (or snapshot), or a whole training run,
+from the command line.
+
+A run (issue 34) is a TRL output directory or its trainer_state.json: it goes into the run store of the
+same data directory (content-addressed, DATA_DIR/runs) and the command prints its explorer's URL and the
+findings. Anything else is one file for the upload store:
 
 The file goes into the same upload store the server reads (DATA_DIR or DATABASE_URL: same quota,
 same refusals by field path, a link that lasts); the command prints its URL and, for a record, what
@@ -11,8 +16,15 @@ import sys
 from pathlib import Path
 
 from app.domain.uploads import UploadRejected, UploadStore
+from app.kinds.step_record.domain.run_dir import STATE, NoRunLog, find_trainer_state
+from app.kinds.step_record.domain.run_findings import findings
+from app.kinds.step_record.domain.run_log import RunLogError, read_trainer_state
+from app.kinds.step_record.domain.run_store import RunRefused
 from app.kinds.step_record.engine.checks import checks, unchecked
 from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.views import urls
+from app.kinds.step_record.web.run_cli import describe
+from app.kinds.step_record.web.run_pages import store_for
 from app.stores.uploads import StoreUnavailable
 from app.views.urls import URLS
 from app.web.kind import Cli
@@ -23,7 +35,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app open", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path,
-                        help="a GRPO step record (*.json, docs/reference/step-record.md) or a snapshot")
+                        help="a GRPO step record (*.json, docs/reference/step-record.md), a snapshot, or a run: "
+                             "a TRL output directory or its trainer_state.json")
     parser.add_argument("--serve", action="store_true", help="then serve the app (python -m app)")
     parser.add_argument("--host", help="where the printed URL points, and --serve binds (env HOST)")
     parser.add_argument("--port", type=int, help="as --host (env PORT)")
@@ -49,11 +62,40 @@ def summary(entry) -> list[str]:
     return lines
 
 
+def open_run(path: Path, settings: Settings) -> int:
+    """Store a run's trainer_state.json (the directory's, or its newest checkpoint's) and print its link."""
+    try:
+        state = find_trainer_state(path)
+        raw = state.read_bytes()
+    except (NoRunLog, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        run_id, created = store_for(settings).add(raw, str(state))
+    except RunLogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except RunRefused as exc:
+        print(f"error ({exc.status}): {exc}", file=sys.stderr)
+        return 1
+    log = read_trainer_state(raw, source=str(state))
+    print(f"{'stored' if created else 'already stored'} run {run_id}: {describe(log)}")
+    for f in findings(log):
+        print(f"- [{f.rule}] {f.sentence}")
+    print(f"open http://{settings.host}:{settings.port}{urls.run(run_id)}")
+    return 0
+
+
 def main(argv: list[str], cli: Cli) -> int:
     """The record kind's `open` subcommand: store the file as the server would, print its link and
     checks, then (with --serve) start the server through `cli.serve`."""
     args = parse_args(argv)
     settings = Settings(**{k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None})
+    if args.file.is_dir() or args.file.name == STATE:
+        status = open_run(args.file, settings)
+        if status == 0 and args.serve:
+            return cli.serve(["--host", settings.host, "--port", str(settings.port)])
+        return status
     try:
         raw = args.file.read_bytes()
     except OSError as exc:

@@ -13,7 +13,7 @@ from app.kinds.step_record.domain.opening import KIND_ID, READER
 from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record
-from app.kinds.step_record.web import api, cli, examples, pages, run_cli
+from app.kinds.step_record.web import api, cli, examples, pages, run_cli, run_pages
 from app.web.kind import Kind
 from app.web.rendering import templates
 
@@ -23,6 +23,7 @@ def install(app: FastAPI) -> None:
     # the upload page's "Try an example" lists the shipped records (upload_help.html)
     templates.env.globals["step_record_examples"] = EXAMPLES
     app.include_router(examples.router)
+    run_pages.install(app)  # the run explorer (issue 34)
 
 
 HERE = Path(__file__).resolve().parents[1]

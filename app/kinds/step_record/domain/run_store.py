@@ -1,0 +1,102 @@
+"""The runs the explorer opens (issue 34), each stored once as the file it is, outside every database row.
+
+A run's trainer_state.json is content-addressed: its id is the first 16 hex digits of its bytes' sha256,
+its file `<root>/<id>.json` (root: DATA_DIR/runs). The same bytes stored twice are one run with one link,
+which lasts as long as the file. A file the reader refuses (run_log.py, by JSON path) stores nothing, nor
+does one past `max_bytes` or one that would take the store past its quota. Parsed logs are kept for the
+few runs read last: a 10,000-step log is read once, not per page.
+
+Written to a temporary name and renamed, so a reader never sees half a file, and two processes storing
+the same run write the same bytes to the same name.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from app.kinds.step_record.domain.run_log import RunLog, read_trainer_state
+
+MB = 1024 * 1024
+RUN_ID = re.compile(r"[0-9a-f]{16}\Z")
+
+
+class RunRefused(ValueError):
+    """Nothing stored: `status` is the HTTP status that says why (413 too big, 422 refused, 507 full)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+def run_id(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+class RunStore:
+    def __init__(self, root: Path, *, max_bytes: int = 64 * MB, quota_bytes: int = 512 * MB, keep: int = 4) -> None:
+        self.root, self.max_bytes, self.quota_bytes, self.keep = root, max_bytes, quota_bytes, keep
+        self._logs: OrderedDict[str, RunLog] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def path(self, ident: str) -> Path:
+        if not RUN_ID.match(ident):
+            raise KeyError(ident)
+        return self.root / f"{ident}.json"
+
+    def add(self, raw: bytes, name: str = "trainer_state.json") -> tuple[str, bool]:
+        """(id, created). Refused (RunRefused, or RunLogError naming the field) before anything is written."""
+        if len(raw) > self.max_bytes:
+            raise RunRefused(413, f"{name}: {len(raw) / MB:.1f} MB, past this server's {self.max_bytes // MB} MB "
+                                  "for one run's trainer_state.json")
+        ident = run_id(raw)
+        target = self.path(ident)
+        if target.exists():
+            return ident, False
+        log = read_trainer_state(raw, source=name)  # refused by JSON path before a byte is written
+        if self.total_bytes() + len(raw) > self.quota_bytes:
+            raise RunRefused(507, f"the run store is full ({self.quota_bytes // MB} MB): nothing was stored")
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{ident}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(raw)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._remember(ident, log)
+        return ident, True
+
+    def get(self, ident: str) -> RunLog | None:
+        """The run's log, or None for an id no run has (a malformed id included)."""
+        with self._lock:
+            if ident in self._logs:
+                self._logs.move_to_end(ident)
+                return self._logs[ident]
+        try:
+            raw = self.path(ident).read_bytes()
+        except (KeyError, FileNotFoundError):
+            return None
+        log = read_trainer_state(raw, source=f"run {ident}")
+        self._remember(ident, log)
+        return log
+
+    def total_bytes(self) -> int:
+        if not self.root.is_dir():
+            return 0
+        return sum(p.stat().st_size for p in self.root.glob("*.json"))
+
+    def _remember(self, ident: str, log: RunLog) -> None:
+        with self._lock:
+            self._logs[ident] = log
+            self._logs.move_to_end(ident)
+            while len(self._logs) > self.keep:
+                self._logs.popitem(last=False)
+
+
+__all__ = ["RunRefused", "RunStore", "run_id"]

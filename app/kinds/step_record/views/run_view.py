@@ -1,0 +1,178 @@
+"""The run explorer's view model (issue 34): a run's findings, every logged metric as a chart, a zoom
+window and one selected step's numbers. Pure Python: the page (web/run_pages.py) reads the query and
+draws what this returns.
+
+The first view is the whole run with the findings on top: a finding is a sentence with its numbers
+and links to its steps; following one selects the step (every metric's value there, in a table) and
+marks it on every chart. The zoom (`from`, `to`) draws the window at full resolution; with a step
+selected, "Zoom to it" opens the window of ZOOM_SPAN steps around it.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from app.kinds.step_record.domain.run_findings import Finding, findings
+from app.kinds.step_record.domain.run_log import RunLog
+from app.kinds.step_record.domain.run_series import window
+from app.kinds.step_record.views import urls
+from app.kinds.step_record.views.run_charts import RunChart, run_chart
+from app.kinds.step_record.views.run_metrics import SECTIONS, metric_words
+from app.views.numbers import significant
+
+ZOOM_SPAN = 40  # steps each side of the selected one in "Zoom to it"
+
+
+class BadRunQuery(ValueError):
+    """A query the explorer refuses: `param` names the field (a 422 names it)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        self.param = param
+        super().__init__(f"{param}: {message}")
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    first: int | None = None  # `from`
+    last: int | None = None  # `to`
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class FindingView:
+    rule: str
+    sentence: str
+    links: tuple[tuple[int, str], ...]  # (step, url)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    slug: str
+    charts: tuple[RunChart, ...]
+
+
+@dataclass(frozen=True)
+class StepRow:
+    name: str
+    value: str  # "—" where the metric was not logged at this step
+    sentence: str
+
+
+@dataclass(frozen=True)
+class SelectedStep:
+    step: int
+    asked: int  # the step the URL named; not `step` when that one was not logged (the nearest was taken)
+    rows: tuple[StepRow, ...]
+    previous_url: str | None
+    next_url: str | None
+    zoom_url: str
+
+
+@dataclass(frozen=True)
+class RunExplorer:
+    run_id: str
+    title: str
+    facts: tuple[str, ...]
+    findings: tuple[FindingView, ...]
+    sections: tuple[Section, ...]
+    x_range: tuple[int, int]
+    zoomed: bool
+    whole_url: str
+    selected: SelectedStep | None
+    api_url: str
+    query: RunQuery
+
+
+def nearest_step(steps: tuple[int, ...], asked: int) -> int:
+    i = bisect.bisect_left(steps, asked)
+    near = [s for s in steps[max(0, i - 1):i + 1]]
+    return min(near, key=lambda s: (abs(s - asked), s))
+
+
+def resolve(log: RunLog, q: RunQuery) -> tuple[tuple[int, int], int | None]:
+    """(the window's first and last step, the selected logged step), or BadRunQuery naming the field."""
+    if not log.steps:
+        raise BadRunQuery("run", "the run logged no step")
+    lo, hi = log.steps[0], log.steps[-1]
+    first = lo if q.first is None else q.first
+    last = hi if q.last is None else q.last
+    if q.first is not None and q.last is not None and first > last:
+        raise BadRunQuery("from", f"{first} is after to = {last}")
+    if last < lo or first > hi or first > last:
+        # name the bound that put the window outside the run: `to` when it is before the first logged step
+        raise BadRunQuery("to" if q.last is not None and last < lo else "from",
+                          f"the window {first}–{last} holds no logged step (the run logged steps {lo} to {hi})")
+    selected = None if q.step is None else nearest_step(log.steps, q.step)
+    return (max(first, lo), min(last, hi)), selected
+
+
+def _query(q: RunQuery, **changes: int | None) -> dict[str, int]:
+    merged = {"from": q.first, "to": q.last, "step": q.step} | changes
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+def explorer(run_id: str, log: RunLog, q: RunQuery) -> RunExplorer:
+    (first, last), selected = resolve(log, q)
+    zoomed = (first, last) != (log.steps[0], log.steps[-1])
+
+    def step_url(step: int) -> str:  # relative to the page itself: a 120-step run has thousands of dot links
+        return "?" + urlencode(_query(q, step=step)) + "#selected-step"
+
+    found = findings(log)
+    marks: dict[str, list[tuple[int, str]]] = {}
+    for f in found:
+        for name in f.metrics:
+            marks.setdefault(name, []).extend((s, f.rule) for s in f.steps)
+    by_section: dict[str, list[RunChart]] = {s: [] for s in SECTIONS}
+    for name in log.names:
+        words = metric_words(name)
+        points = window(log.series(name), first, last)
+        if not points:
+            continue
+        by_section[words.section].append(run_chart(name, words.sentence, points, (first, last), step_url,
+                                                   selected, marks.get(name, ())))
+    sections = tuple(Section(t, t.lower().replace(" ", "-"), tuple(c)) for t, c in by_section.items() if c)
+    return RunExplorer(
+        run_id=run_id, title=f"A GRPO run: {len(log.steps)} logged steps", facts=_facts(log),
+        findings=tuple(_finding_view(f, step_url) for f in found), sections=sections,
+        x_range=(first, last), zoomed=zoomed, whole_url=urls.run(run_id, _query(q, **{"from": None, "to": None})),
+        selected=_selected(run_id, log, q, selected) if selected is not None else None,
+        api_url=urls.run_api(run_id), query=q)
+
+
+def _facts(log: RunLog) -> tuple[str, ...]:
+    facts = [f"steps {log.steps[0]} to {log.steps[-1]} ({len(log.steps)} logged"
+             + (f", every {log.logging_steps}" if log.logging_steps else "") + ")",
+             f"{len(log.metrics)} metrics"]
+    runtime = log.summary.get("train_runtime")
+    if runtime is not None and math.isfinite(runtime):
+        facts.append(f"{runtime:,.0f} s of training")
+    return tuple(facts)
+
+
+def _finding_view(f: Finding, step_url) -> FindingView:
+    return FindingView(f.rule, f.sentence, tuple((s, step_url(s)) for s in dict.fromkeys(f.steps)))
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else significant(value, 5)
+
+
+def _selected(run_id: str, log: RunLog, q: RunQuery, step: int) -> SelectedStep:
+    at = log.steps.index(step)
+    rows = tuple(StepRow(name, _cell(values[at]), metric_words(name).sentence) for name, values in log.metrics.items())
+
+    def go(s: int) -> str:
+        return urls.run(run_id, _query(q, step=s)) + "#selected-step"
+
+    zoom = {"from": max(log.steps[0], step - ZOOM_SPAN), "to": min(log.steps[-1], step + ZOOM_SPAN), "step": step}
+    return SelectedStep(step=step, asked=q.step if q.step is not None else step, rows=rows,
+                        previous_url=go(log.steps[at - 1]) if at > 0 else None,
+                        next_url=go(log.steps[at + 1]) if at + 1 < len(log.steps) else None,
+                        zoom_url=urls.run(run_id, zoom) + "#selected-step")
+
+
+__all__ = ["ZOOM_SPAN", "BadRunQuery", "RunExplorer", "RunQuery", "explorer", "nearest_step", "resolve"]
