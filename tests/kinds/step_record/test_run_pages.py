@@ -77,6 +77,7 @@ def test_each_finding_is_a_sentence_linked_to_its_step_and_marked_on_its_charts(
     rules = {li["data-rule"]: li for li in page.select("#run-findings li.finding")}
     assert list(rules) == ["tied_groups", "clip_never", "truncated", "kl_spike", "entropy_fall"]
     assert "KL spiked at step 115: 16.3, 7.8 × the median" in rules["kl_spike"].text
+    assert "Entropy fell 99.7 % between steps 1 and 119" in rules["entropy_fall"].text  # not "100 %"
     links = [a["href"] for a in rules["kl_spike"].select("a.finding-step")]
     assert links == ["?step=115#selected-step"]
     kl = page.select_one("figure[data-metric='kl']")

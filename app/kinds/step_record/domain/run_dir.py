@@ -28,3 +28,29 @@ def find_trainer_state(path: Path) -> Path:
         raise NoRunLog(f"{path}: no {STATE} here or in a checkpoint-N/ folder (TRL writes it at each checkpoint "
                        "and on trainer.save_state())")
     return checkpoints[-1][1] / STATE
+
+
+# Where the project's recorder (recorders/trl.py) writes a run's step records: its default record_dir
+# (OUTPUT_DIR/step-records), or records/ (the shipped example's, and what a script passing record_dir="records"
+# gets). Each is step-N.grpo-step.json; the step a record is of is read from the record, never from its name.
+RECORD_DIRS = ("step-records", "records")
+RECORD_GLOB = "*.grpo-step.json"
+
+
+def run_root(path: Path, state: Path) -> Path:
+    """The output directory a run's files hang off: `path` when it is one, else the folder of its state
+    file, one up when that is a checkpoint-N (TRL's checkpoints sit inside the output directory)."""
+    if path.is_dir():
+        return path
+    folder = state.parent
+    return folder.parent if _CHECKPOINT.match(folder.name) else folder
+
+
+def find_step_records(root: Path) -> tuple[Path, ...]:
+    """Every step record in the run directory's record folders, in name order (each read later, one at a time)."""
+    found: list[Path] = []
+    for name in RECORD_DIRS:
+        folder = root / name
+        if folder.is_dir():
+            found.extend(sorted(p for p in folder.glob(RECORD_GLOB) if p.is_file()))
+    return tuple(found)

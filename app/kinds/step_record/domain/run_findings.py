@@ -53,7 +53,14 @@ class Finding:
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %"
+    """Whole percents, except where rounding would say 0 % or 100 % of a share that is neither (99.7 %)."""
+    whole = f"{100 * x:.0f}"
+    if whole in ("0", "100") and 0 < x < 1:
+        for digits in range(1, 7):
+            text = f"{100 * x:.{digits}f}"
+            if float(text) not in (0.0, 100.0):
+                return f"{text} %"
+    return f"{whole} %"
 
 
 def _num(x: float) -> str:

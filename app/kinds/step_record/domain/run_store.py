@@ -8,10 +8,15 @@ few runs read last: a 10,000-step log is read once, not per page.
 
 Written to a temporary name and renamed, so a reader never sees half a file, and two processes storing
 the same run write the same bytes to the same name.
+
+A run's recorded steps (the recorder's step records found beside it) are uploads like any other, each in the
+upload store under its own id; `<id>.records.json` beside the run maps each recorded step to that id. Opening
+the same directory again with more records adds their links: the map only grows.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -48,6 +53,39 @@ class RunStore:
             raise KeyError(ident)
         return self.root / f"{ident}.json"
 
+    def records_path(self, ident: str) -> Path:
+        return self.path(ident).with_suffix(".records.json")
+
+    def recorded(self, ident: str) -> dict[int, str]:
+        """step -> walkthrough id of the run's recorded steps ({} when none was linked, or no such run)."""
+        try:
+            raw = json.loads(self.records_path(ident).read_text())
+        except (KeyError, FileNotFoundError):
+            return {}
+        return {int(step): str(walkthrough) for step, walkthrough in sorted(raw.items(), key=lambda kv: int(kv[0]))}
+
+    def link_records(self, ident: str, records: dict[int, str]) -> dict[int, str]:
+        """Add recorded steps to a stored run (a step recorded again points at its newer record); the whole map."""
+        if not self.path(ident).exists():
+            raise KeyError(ident)
+        with self._lock:
+            merged = self.recorded(ident) | records
+            if merged:
+                self._write(self.records_path(ident), json.dumps({str(s): w for s, w in sorted(merged.items())},
+                                                                 indent=1).encode())
+        return merged
+
+    def _write(self, target: Path, raw: bytes) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{target.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(raw)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def add(self, raw: bytes, name: str = "trainer_state.json") -> tuple[str, bool]:
         """(id, created). Refused (RunRefused, or RunLogError naming the field) before anything is written."""
         if len(raw) > self.max_bytes:
@@ -60,15 +98,7 @@ class RunStore:
         log = read_trainer_state(raw, source=name)  # refused by JSON path before a byte is written
         if self.total_bytes() + len(raw) > self.quota_bytes:
             raise RunRefused(507, f"the run store is full ({self.quota_bytes // MB} MB): nothing was stored")
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{ident}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(raw)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        self._write(target, raw)
         self._remember(ident, log)
         return ident, True
 

@@ -11,6 +11,7 @@ Metrics are named and computed as TRL 1.16 logs them (grpo_trainer.py `_compute_
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -170,6 +171,17 @@ def _loss(step: TokenStep, mask: torch.Tensor, record: StepRecord | None) -> tor
     return -(step.per_token * mask).sum() / normalizer
 
 
+def _older_than(version: str, than: tuple[int, ...]) -> bool:
+    """"0.26.2" < (0, 27); a version that is no dotted number ("", "main") counts as new."""
+    parts = []
+    for piece in version.split(".")[:len(than)]:
+        digits = "".join(itertools.takewhile(str.isdigit, piece))
+        if not digits:
+            return False
+        parts.append(int(digits))
+    return tuple(parts) < than
+
+
 def _std(x: np.ndarray) -> float:
     """Bessel's std (torch's, TRL's nanstd, UNIPO's array_std): 0 for one value."""
     return float(np.std(x, ddof=1)) if x.size > 1 else 0.0
@@ -178,14 +190,15 @@ def _std(x: np.ndarray) -> float:
 def summary_metrics(record: StepRecord, rewards: np.ndarray, advantages: np.ndarray) -> dict[str, float]:
     """The batch's summaries frameworks log beside the loss: rewards, advantages and lengths over the
     record's completions (TRL's names where TRL logs them; checks.py maps UNIPO's and verl's).
-    `reward_std` is TRL's, the mean of each group's std, for a TRL record (grpo_trainer.py
-    `_generate_and_score_completions`: std_rewards.mean()); the std over all completions otherwise."""
+    `reward_std` is the std over all the batch's scored completions (TRL since 0.27.0: `nanstd(rewards)`, before
+    1.6 `rewards.std()`, in `_generate_and_score_completions`; UNIPO's and verl's); a TRL record older than
+    0.27 gets that TRL's, the mean of each group's std (`std_rewards.mean()`, changed by TRL PR #4785)."""
     scored = rewards[~np.isnan(rewards)]
     lengths = np.asarray([c.mask_or_ones().sum() for _, _, c in record.completions()], dtype=np.float64)
     out: dict[str, float] = {}
     if scored.size:
         out["reward"] = float(scored.mean())
-        if record.run.framework == "trl":
+        if record.run.framework == "trl" and _older_than(record.run.framework_version, (0, 27)):
             spans, start = [], 0
             for g in record.groups:
                 part = rewards[start:start + len(g.completions)]

@@ -14,13 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.kinds.step_record.domain.run_series import Point, downsample
-from app.views.charts.frame import PlotFrame, Text, Tick, frame_fields, nice_ticks, r2, tick_label
+from app.views.charts.frame import PlotFrame, Tick, frame_fields, nice_ticks, r2, tick_label
 from app.views.numbers import significant
 
 BUCKETS = 150
 DOT_LIMIT = 120
-WIDTH, HEIGHT = 400.0, 150.0
-LEFT, RIGHT, TOP, BOTTOM = 50.0, 392.0, 10.0, 118.0
+WIDTH, HEIGHT = 400.0, 136.0
+# LEFT is the least left margin (it grows with the y labels); RIGHT leaves the last x label room
+LEFT, RIGHT, TOP, BOTTOM = 50.0, 386.0, 10.0, 118.0
+CHAR_WIDTH = 7.2  # a tick label's digit at 12 px, with a margin: labels like 0.00835 must not be cut at the edge
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Dot:
 class StepMark:
     x: float
     step: int
-    kind: str  # "selected" | "finding"
+    kind: str  # "selected" | "finding" | "recorded" (a step with its step record: a notch on the x axis)
     label: str
     url: str
 
@@ -78,7 +80,7 @@ def _y_range(values: Sequence[float]) -> tuple[float, float]:
 
 def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[int, int],
               step_url: Callable[[int], str], selected: int | None = None,
-              finding_steps: Sequence[tuple[int, str]] = ()) -> RunChart:
+              finding_steps: Sequence[tuple[int, str]] = (), recorded: Sequence[int] = ()) -> RunChart:
     """`points`: the metric's (step, value) inside `x_range`, every one; cut here for drawing."""
     drawn = downsample(points, BUCKETS)
     finite = [(s, v) for s, v in drawn if math.isfinite(v)]
@@ -87,8 +89,11 @@ def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[
         x_lo, x_hi = x_lo - 1, x_hi + 1
     y_lo, y_hi = _y_range([v for _, v in finite]) if finite else (0.0, 1.0)
 
+    yt = nice_ticks(y_lo, y_hi, 4)
+    left = max(LEFT, max(len(tick_label(v, yt)) for v in yt) * CHAR_WIDTH + 10)
+
     def sx(step: float) -> float:
-        return r2(LEFT + (step - x_lo) / (x_hi - x_lo) * (RIGHT - LEFT))
+        return r2(left + (step - x_lo) / (x_hi - x_lo) * (RIGHT - left))
 
     def sy(v: float) -> float:
         return r2(BOTTOM - (v - y_lo) / (y_hi - y_lo) * (BOTTOM - TOP))
@@ -100,9 +105,11 @@ def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[
                 for s, v in drawn if not math.isfinite(v))
     marks = [StepMark(sx(s), s, "finding", f"{rule} at step {s}", step_url(s))
              for s, rule in finding_steps if x_lo <= s <= x_hi and s != selected]
+    marks += [StepMark(sx(s), s, "recorded", f"step {s}: recorded (its record opens from the step's table)",
+                       step_url(s)) for s in recorded if x_lo <= s <= x_hi]
     if selected is not None and x_lo <= selected <= x_hi:
         marks.append(StepMark(sx(selected), selected, "selected", f"step {selected}, selected", step_url(selected)))
-    xt, yt = nice_ticks(x_lo, x_hi, 5), nice_ticks(y_lo, y_hi, 4)
+    xt = nice_ticks(x_lo, x_hi, 5)
     xt = [t for t in xt if float(t).is_integer()] or [float(x_lo), float(x_hi)]
     if finite:
         lo = min(finite, key=lambda p: p[1])
@@ -119,18 +126,14 @@ def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[
         cut += (f" ✕ on the top edge: not a number at step{'s' if len(bad) > 1 else ''} "
                 f"{', '.join(str(d.step) for d in bad[:8])}{'…' if len(bad) > 8 else ''}.")
     return RunChart(
-        **frame_fields(WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM), key=name, slug=slug(name), sentence=sentence,
+        **frame_fields(WIDTH, HEIGHT, left, RIGHT, TOP, BOTTOM), key=name, slug=slug(name), sentence=sentence,
         points_svg=" ".join(f"{sx(s)},{sy(v)}" for s, v in finite), dots=dots, not_finite=bad,
         marks=tuple(marks),
         x_ticks=tuple(Tick(v, sx(v), tick_label(v, xt)) for v in xt),
         y_ticks=tuple(Tick(v, sy(v), tick_label(v, yt)) for v in yt),
-        x_tick_label_y=r2(BOTTOM + 14), y_tick_label_x=r2(LEFT - 5),
+        x_tick_label_y=r2(BOTTOM + 14), y_tick_label_x=r2(left - 5),
         zero_y=sy(0.0) if y_lo < 0 < y_hi else None, summary=summary, caption=cut,
         logged=len(points), drawn=len(drawn))
-
-
-def axis_label(text: str) -> Text:
-    return Text(r2((LEFT + RIGHT) / 2), r2(BOTTOM + 30), text, "middle")
 
 
 __all__ = ["BUCKETS", "DOT_LIMIT", "RunChart", "run_chart", "slug"]

@@ -28,7 +28,8 @@ WORDS: dict[str, tuple[str, str]] = {
                                "policy growing sure of its tokens."),
     "reward": ("Rewards", "Mean total reward of the step's completions (the weighted sum of the reward "
                           "functions)."),
-    "reward_std": ("Rewards", "Mean over groups of the rewards' standard deviation inside a group."),
+    "reward_std": ("Rewards", "Standard deviation of the rewards over the step's whole batch (TRL >= 0.27; "
+                   "older TRL logged the mean of each group's std)."),
     "completions/mean_length": ("Completion lengths", "Mean completion length in tokens."),
     "completions/min_length": ("Completion lengths", "Shortest completion of the step."),
     "completions/max_length": ("Completion lengths", "Longest completion of the step."),

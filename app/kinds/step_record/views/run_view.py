@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -21,6 +22,7 @@ from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.run_charts import RunChart, run_chart
 from app.kinds.step_record.views.run_metrics import SECTIONS, metric_words
 from app.views.numbers import significant
+from app.views.urls import URLS
 
 ZOOM_SPAN = 40  # steps each side of the selected one in "Zoom to it"
 
@@ -48,6 +50,14 @@ class FindingView:
 
 
 @dataclass(frozen=True)
+class RecordedStep:
+    step: int
+    walkthrough_url: str  # the record opened as its own walkthrough: every token's numbers, recomputed
+    select_url: str  # this step selected in the explorer
+    logged: bool  # the trainer logged metrics at this step
+
+
+@dataclass(frozen=True)
 class Section:
     title: str
     slug: str
@@ -69,6 +79,8 @@ class SelectedStep:
     previous_url: str | None
     next_url: str | None
     zoom_url: str
+    record: RecordedStep | None  # this step's record, when one was recorded
+    nearest_records: tuple[RecordedStep, ...]  # else the recorded steps either side
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,7 @@ class RunExplorer:
     selected: SelectedStep | None
     api_url: str
     query: RunQuery
+    recorded: tuple[RecordedStep, ...]
 
 
 def nearest_step(steps: tuple[int, ...], asked: int) -> int:
@@ -114,13 +127,17 @@ def _query(q: RunQuery, **changes: int | None) -> dict[str, int]:
     return {k: v for k, v in merged.items() if v is not None}
 
 
-def explorer(run_id: str, log: RunLog, q: RunQuery) -> RunExplorer:
+def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] | None = None) -> RunExplorer:
+    """`recorded`: step -> walkthrough id of the run's recorded steps (its step records, each an upload)."""
     (first, last), selected = resolve(log, q)
     zoomed = (first, last) != (log.steps[0], log.steps[-1])
 
     def step_url(step: int) -> str:  # relative to the page itself: a 120-step run has thousands of dot links
         return "?" + urlencode(_query(q, step=step)) + "#selected-step"
 
+    logged = set(log.steps)
+    records = tuple(RecordedStep(step, URLS.walkthrough(wid), step_url(step), step in logged)
+                    for step, wid in sorted((recorded or {}).items()))
     found = findings(log)
     marks: dict[str, list[tuple[int, str]]] = {}
     for f in found:
@@ -133,14 +150,14 @@ def explorer(run_id: str, log: RunLog, q: RunQuery) -> RunExplorer:
         if not points:
             continue
         by_section[words.section].append(run_chart(name, words.sentence, points, (first, last), step_url,
-                                                   selected, marks.get(name, ())))
+                                                   selected, marks.get(name, ()), [r.step for r in records]))
     sections = tuple(Section(t, t.lower().replace(" ", "-"), tuple(c)) for t, c in by_section.items() if c)
     return RunExplorer(
         run_id=run_id, title=f"A GRPO run: {len(log.steps)} logged steps", facts=_facts(log),
         findings=tuple(_finding_view(f, step_url) for f in found), sections=sections,
         x_range=(first, last), zoomed=zoomed, whole_url=urls.run(run_id, _query(q, **{"from": None, "to": None})),
-        selected=_selected(run_id, log, q, selected) if selected is not None else None,
-        api_url=urls.run_api(run_id), query=q)
+        selected=_selected(run_id, log, q, selected, records) if selected is not None else None,
+        api_url=urls.run_api(run_id), query=q, recorded=records)
 
 
 def _facts(log: RunLog) -> tuple[str, ...]:
@@ -161,7 +178,7 @@ def _cell(value: float | None) -> str:
     return "—" if value is None else significant(value, 5)
 
 
-def _selected(run_id: str, log: RunLog, q: RunQuery, step: int) -> SelectedStep:
+def _selected(run_id: str, log: RunLog, q: RunQuery, step: int, records: tuple[RecordedStep, ...]) -> SelectedStep:
     at = log.steps.index(step)
     rows = tuple(StepRow(name, _cell(values[at]), metric_words(name).sentence) for name, values in log.metrics.items())
 
@@ -172,7 +189,18 @@ def _selected(run_id: str, log: RunLog, q: RunQuery, step: int) -> SelectedStep:
     return SelectedStep(step=step, asked=q.step if q.step is not None else step, rows=rows,
                         previous_url=go(log.steps[at - 1]) if at > 0 else None,
                         next_url=go(log.steps[at + 1]) if at + 1 < len(log.steps) else None,
-                        zoom_url=urls.run(run_id, zoom) + "#selected-step")
+                        zoom_url=urls.run(run_id, zoom) + "#selected-step",
+                        record=next((r for r in records if r.step == step), None),
+                        nearest_records=_either_side(records, step))
 
 
-__all__ = ["ZOOM_SPAN", "BadRunQuery", "RunExplorer", "RunQuery", "explorer", "nearest_step", "resolve"]
+def _either_side(records: tuple[RecordedStep, ...], step: int) -> tuple[RecordedStep, ...]:
+    """The recorded steps just before and just after `step` (none when `step` is itself recorded)."""
+    if any(r.step == step for r in records):
+        return ()
+    before = [r for r in records if r.step < step]
+    after = [r for r in records if r.step > step]
+    return tuple(([before[-1]] if before else []) + ([after[0]] if after else []))
+
+
+__all__ = ["ZOOM_SPAN", "BadRunQuery", "RecordedStep", "RunExplorer", "RunQuery", "explorer", "nearest_step", "resolve"]

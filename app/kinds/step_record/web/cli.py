@@ -2,8 +2,9 @@
 from the command line.
 
 A run (issue 34) is a TRL output directory or its trainer_state.json: it goes into the run store of the
-same data directory (content-addressed, DATA_DIR/runs) and the command prints its explorer's URL and the
-findings. Anything else is one file for the upload store:
+same data directory (content-addressed, DATA_DIR/runs), the recorder's step records beside it (step-records/
+or records/) into the upload store, linked to their steps, and the command prints the findings, each record's
+checks and the explorer's URL. Anything else is one file for the upload store:
 
 The file goes into the same upload store the server reads (DATA_DIR or DATABASE_URL: same quota,
 same refusals by field path, a link that lasts); the command prints its URL and, for a record, what
@@ -16,9 +17,10 @@ import sys
 from pathlib import Path
 
 from app.domain.uploads import UploadRejected, UploadStore
-from app.kinds.step_record.domain.run_dir import STATE, NoRunLog, find_trainer_state
+from app.kinds.step_record.domain.run_dir import STATE, NoRunLog
 from app.kinds.step_record.domain.run_findings import findings
-from app.kinds.step_record.domain.run_log import RunLogError, read_trainer_state
+from app.kinds.step_record.domain.run_log import RunLogError
+from app.kinds.step_record.domain.run_opening import open_run_dir
 from app.kinds.step_record.domain.run_store import RunRefused
 from app.kinds.step_record.engine.checks import checks, unchecked
 from app.kinds.step_record.engine.recompute import recompute
@@ -62,28 +64,51 @@ def summary(entry) -> list[str]:
     return lines
 
 
-def open_run(path: Path, settings: Settings) -> int:
-    """Store a run's trainer_state.json (the directory's, or its newest checkpoint's) and print its link."""
+def _uploads(settings: Settings, cli: Cli) -> UploadStore:
+    """The upload store the server of these settings reads, with every kind's reader."""
+    store = UploadStore.open(settings.resolved_data_dir, settings.database_url, quota_mb=settings.upload_quota_mb,
+                             cache_mb=0)
+    store.classify, store.readers = cli.kinds.classify, cli.kinds.readers
+    return store
+
+
+def open_run(path: Path, settings: Settings, cli: Cli) -> int:
+    """Store a run (its trainer_state.json: the directory's, or its newest checkpoint's) and the step records
+    beside it (step-records/ or records/); print the findings, each record's checks and the explorer's link.
+    Exit 1 when the run, or any record beside it, was refused (the others are stored and linked)."""
     try:
-        state = find_trainer_state(path)
-        raw = state.read_bytes()
-    except (NoRunLog, OSError) as exc:
+        uploads = _uploads(settings, cli)
+    except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        run_id, created = store_for(settings).add(raw, str(state))
+        opened = open_run_dir(path, store_for(settings), uploads)
+    except (NoRunLog, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except RunLogError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except RunRefused as exc:
         print(f"error ({exc.status}): {exc}", file=sys.stderr)
         return 1
-    log = read_trainer_state(raw, source=str(state))
-    print(f"{'stored' if created else 'already stored'} run {run_id}: {describe(log)}")
-    for f in findings(log):
+    finally:
+        uploads.close()
+    print(f"{'stored' if opened.created else 'already stored'} run {opened.id}: {describe(opened.log)}")
+    for f in findings(opened.log):
         print(f"- [{f.rule}] {f.sentence}")
-    print(f"open http://{settings.host}:{settings.port}{urls.run(run_id)}")
-    return 0
+    for r in opened.records:
+        print(f"recorded step {r.step}: {'stored' if r.created else 'already stored'} as {r.entry.id} "
+              f"({Path(r.path).name})")
+        for line in summary(r.entry):
+            print(f"  {line}")
+    if opened.unlogged:
+        print(f"note: recorded step{'s' if len(opened.unlogged) > 1 else ''} "
+              f"{', '.join(map(str, opened.unlogged))} not in the run's log (linked all the same)")
+    for where, why in opened.refused:
+        print(f"error: {where}: {why}", file=sys.stderr)
+    print(f"open http://{settings.host}:{settings.port}{urls.run(opened.id)}")
+    return 1 if opened.refused else 0
 
 
 def main(argv: list[str], cli: Cli) -> int:
@@ -92,7 +117,7 @@ def main(argv: list[str], cli: Cli) -> int:
     args = parse_args(argv)
     settings = Settings(**{k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None})
     if args.file.is_dir() or args.file.name == STATE:
-        status = open_run(args.file, settings)
+        status = open_run(args.file, settings, cli)
         if status == 0 and args.serve:
             return cli.serve(["--host", settings.host, "--port", str(settings.port)])
         return status
@@ -102,9 +127,11 @@ def main(argv: list[str], cli: Cli) -> int:
         print(f"error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     kinds = cli.kinds
-    store = UploadStore.open(settings.resolved_data_dir, settings.database_url, quota_mb=settings.upload_quota_mb,
-                             cache_mb=0)
-    store.classify, store.readers = kinds.classify, kinds.readers
+    try:
+        store = _uploads(settings, cli)
+    except StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         entry, created = store.add(raw, args.file.name)
     except UploadRejected as exc:

@@ -22,13 +22,15 @@ from starlette.responses import RedirectResponse, Response
 from app.domain.uploads import MB
 from app.kinds.step_record.domain.run_findings import findings
 from app.kinds.step_record.domain.run_log import RunLog
+from app.kinds.step_record.domain.run_opening import open_run_dir
 from app.kinds.step_record.domain.run_series import downsample, window
 from app.kinds.step_record.domain.run_store import RunStore
-from app.kinds.step_record.examples import RUN_EXAMPLE
+from app.kinds.step_record.examples import RUN_DIR
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.run_charts import BUCKETS
 from app.kinds.step_record.views.run_view import BadRunQuery, RunQuery, explorer, resolve
-from app.web.deps import StrictQueryRoute
+from app.views.urls import URLS
+from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.errors import NotFound
 from app.web.rendering import render, render_error
 from app.web.schemas.errors import ValidationErrorBody, error
@@ -80,15 +82,22 @@ def read_query(request: Request) -> RunQuery:
 async def run_page(request: Request, run_id: str) -> Response:
     log = await run_in_threadpool(_log, request, run_id)
     try:
-        view = explorer(run_id, log, read_query(request))
+        view = explorer(run_id, log, read_query(request), _store(request).recorded(run_id))
     except BadRunQuery as exc:
         return render_error(request, 422, "This view of the run cannot be drawn", str(exc))
     return render(request, PAGE, PAGE, {"run": view})
 
 
+async def _open_example(request: Request, cat) -> tuple[str, bool]:
+    """The shipped run directory opened as `python -m app open` opens one: its log, and its step records into
+    the catalog's upload store, linked to their steps."""
+    opened = await run_in_threadpool(open_run_dir, RUN_DIR, _store(request), cat.uploads)
+    return opened.id, opened.created
+
+
 @pages.post("/runs/examples/trl")
-async def open_run_example(request: Request) -> Response:
-    run_id, _ = await run_in_threadpool(_store(request).add, RUN_EXAMPLE.read_bytes(), "trainer_state.json")
+async def open_run_example(request: Request, cat: CatalogDep) -> Response:
+    run_id, _ = await _open_example(request, cat)
     return RedirectResponse(urls.run(run_id), status_code=303)
 
 
@@ -96,10 +105,10 @@ async def open_run_example(request: Request) -> Response:
     201: {"description": "Stored"}, 200: {"description": "Already stored"},
     422: error("An unknown query parameter; `detail` names it.", ValidationErrorBody),
     507: error("The run store is full (UPLOAD_QUOTA_MB): nothing was stored.")})
-async def open_run_example_api(request: Request) -> JSONResponse:
-    """Store the shipped example run (a real TRL 1.16 GRPOTrainer run of 120 steps on CPU) as if opened
-    from the command line; its id and explorer URL."""
-    run_id, created = await run_in_threadpool(_store(request).add, RUN_EXAMPLE.read_bytes(), "trainer_state.json")
+async def open_run_example_api(request: Request, cat: CatalogDep) -> JSONResponse:
+    """Store the shipped example run (a real TRL 1.16 GRPOTrainer run of 120 steps on CPU, steps 30, 60, 90 and
+    120 recorded) as if opened from the command line; its id and explorer URL."""
+    run_id, created = await _open_example(request, cat)
     return JSONResponse({"id": run_id, "url": urls.run(run_id)}, status_code=201 if created else 200)
 
 
@@ -117,7 +126,7 @@ async def run_json(request: Request, run_id: str,
                    ) -> JSONResponse:
     """A stored run: its logged steps, every metric's (step, value) points in the window (cut by M4 to at most
     4 × 150 a metric: every bucket's first, last, lowest and highest point; "nan"/"inf" as strings), and
-    its findings, each with its steps and numbers."""
+    its findings, each with its steps and numbers, and its recorded steps, each a walkthrough of its own."""
     log = await run_in_threadpool(_log, request, run_id)
     try:
         (lo, hi), _ = resolve(log, RunQuery(first, last))
@@ -134,6 +143,8 @@ async def run_json(request: Request, run_id: str,
         "id": run_id, "steps": {"first": log.steps[0], "last": log.steps[-1], "count": len(log.steps)},
         "window": {"from": lo, "to": hi}, "summary": {k: _number(v) for k, v in log.summary.items()},
         "metrics": metrics,
+        "recorded": [{"step": step, "walkthrough": wid, "url": URLS.walkthrough(wid)}
+                     for step, wid in _store(request).recorded(run_id).items()],
         "findings": [{**dataclasses.asdict(f), "numbers": {k: _number(v) for k, v in f.numbers.items()}}
                      for f in findings(log)]})
 
