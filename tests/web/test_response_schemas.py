@@ -223,6 +223,7 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
                                                    "503": ErrorBody}),
     ("/api/processes/{process_id}", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/schemas/step-record", {"422": ValidationErrorBody}),
+    ("/api/runs/{run_id}", {"404": ErrorBody, "422": ValidationErrorBody}),  # the run explorer's JSON
     ("/api/walkthroughs/{walkthrough_id}/record", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                    "503": ErrorBody}),
     ("/api/processes/compare", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
@@ -336,6 +337,8 @@ REAL_ERRORS = [
     ("/api/walkthroughs/{walkthrough_id}/tokens", "/api/walkthroughs/tiny_lm_grpo/tokens?group_size=17", 422),
     ("/api/processes", "/api/processes?seed=1", 422),
     ("/api/schemas/step-record", "/api/schemas/step-record?version=2", 422),
+    ("/api/runs/{run_id}", "/api/runs/0123456789abcdef", 404),
+    ("/api/runs/{run_id}", "/api/runs/0123456789abcdef?zz=1", 422),  # an unknown parameter, before the lookup
     ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/nope/record", 404),
     ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/toy_grpo/record?group=-1", 422),
     ("/api/processes/{process_id}", "/api/processes/nope", 404),

@@ -81,7 +81,7 @@ def test_the_explorer_links_each_recorded_step_to_its_walkthrough(client):
     page = soup(client.get(url))
     links = page.select("#run-recorded a.run-record-link")
     assert [a.string for a in links] == [f"Step {s}’s tokens" for s in STEPS]
-    for step, a in zip(STEPS, links):
+    for step, a in zip(STEPS, links, strict=True):
         home = client.get(a["href"])
         assert home.status_code == 303
         record_id = a["href"].split("/")[2]
