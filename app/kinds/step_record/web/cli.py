@@ -83,7 +83,7 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
         return 2
     try:
         opened = open_run_dir(path, store_for(settings), uploads)
-    except (NoRunLog, OSError) as exc:
+    except (NoRunLog, OSError, StoreUnavailable) as exc:  # no run there, or the upload store went away mid-way
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RunLogError as exc:
