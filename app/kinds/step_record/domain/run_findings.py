@@ -218,8 +218,10 @@ RULES: tuple[Callable[[RunLog], list[Finding]], ...] = (
 
 
 def findings(log: RunLog) -> list[Finding]:
-    """Every rule's findings, in RULES' order (the ones that stop training first)."""
-    return [f for rule in RULES for f in rule(log)]
+    """Every rule's findings, in RULES' order (the ones that stop training first), then the per-token rules'."""
+    from app.kinds.step_record.domain.token_findings import TOKEN_RULES  # it builds on this module's Finding
+
+    return [f for rule in (*RULES, *TOKEN_RULES) for f in rule(log)]
 
 
 __all__ = ["FALL_SHARE", "RULES", "SPIKE_FACTOR", "SPIKE_FLOOR", "SPIKE_WINDOW", "TIED_SHARE", "TRUNCATED_SHARE",

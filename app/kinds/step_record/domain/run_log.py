@@ -130,8 +130,22 @@ def read_trainer_state(state: Any, source: str = SOURCE) -> RunLog:
                   _optional_int(state, "logging_steps"))
 
 
+def with_metrics(log: RunLog, extra: Mapping[int, Mapping[str, float]]) -> RunLog:
+    """The log with more metrics at their steps (numbers derived from the run's per-token or per-sample files,
+    `tokens/…`, `samples/…`): steps only they have are added; a name the log has already is not overwritten."""
+    if not extra:
+        return log
+    steps = tuple(sorted(set(log.steps) | set(extra)))
+    at = {s: i for i, s in enumerate(log.steps)}
+    metrics = {name: tuple(values[at[s]] if s in at else None for s in steps) for name, values in log.metrics.items()}
+    names = [n for n in dict.fromkeys(k for s in sorted(extra) for k in extra[s]) if n not in metrics]
+    for name in names:
+        metrics[name] = tuple(extra.get(s, {}).get(name) for s in steps)
+    return RunLog(log.source, steps, metrics, log.summary, log.global_step, log.logging_steps)
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-__all__ = ["RunLog", "RunLogError", "read_trainer_state"]
+__all__ = ["RunLog", "RunLogError", "read_trainer_state", "with_metrics"]

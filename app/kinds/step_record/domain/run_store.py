@@ -11,7 +11,9 @@ the same run write the same bytes to the same name.
 
 A run's recorded steps (the recorder's step records found beside it) are uploads like any other, each in the
 upload store under its own id; `<id>.records.json` beside the run maps each recorded step to that id. Opening
-the same directory again with more records adds their links: the map only grows.
+the same directory again with more records adds their links: the map only grows. Numbers derived from the
+run's per-token or per-sample files (token_run.py, trl_completions.py) are kept beside it in `<id>.derived.json`
+(step -> name -> value), joined to the log when it is read; opening again adds steps and names, never drops them.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from app.kinds.step_record.domain.run_log import RunLog, read_trainer_state
+from app.kinds.step_record.domain.run_log import RunLog, read_trainer_state, with_metrics
 
 MB = 1024 * 1024
 RUN_ID = re.compile(r"[0-9a-f]{16}\Z")
@@ -75,6 +77,29 @@ class RunStore:
                                                                  indent=1).encode())
         return merged
 
+    def derived_path(self, ident: str) -> Path:
+        return self.path(ident).with_suffix(".derived.json")
+
+    def derived(self, ident: str) -> dict[int, dict[str, float]]:
+        try:
+            raw = json.loads(self.derived_path(ident).read_text())
+        except (KeyError, FileNotFoundError):
+            return {}
+        return {int(step): {str(k): float(v) for k, v in values.items()} for step, values in raw.items()}
+
+    def add_derived(self, ident: str, metrics: dict[int, dict[str, float]]) -> None:
+        """Join derived per-step numbers to a stored run (a name at a step read again takes the newer value)."""
+        if not self.path(ident).exists():
+            raise KeyError(ident)
+        with self._lock:
+            merged = self.derived(ident)
+            for step, values in metrics.items():
+                merged[step] = merged.get(step, {}) | values
+            if merged:
+                self._write(self.derived_path(ident), json.dumps(
+                    {str(s): v for s, v in sorted(merged.items())}).encode())
+            self._logs.pop(ident, None)  # read again with them
+
     def _write(self, target: Path, raw: bytes) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{target.stem}.", suffix=".tmp")
@@ -99,7 +124,7 @@ class RunStore:
         if self.total_bytes() + len(raw) > self.quota_bytes:
             raise RunRefused(507, f"the run store is full ({self.quota_bytes // MB} MB): nothing was stored")
         self._write(target, raw)
-        self._remember(ident, log)
+        self._remember(ident, with_metrics(log, self.derived(ident)))
         return ident, True
 
     def get(self, ident: str) -> RunLog | None:
@@ -112,7 +137,7 @@ class RunStore:
             raw = self.path(ident).read_bytes()
         except (KeyError, FileNotFoundError):
             return None
-        log = read_trainer_state(raw, source=f"run {ident}")
+        log = with_metrics(read_trainer_state(raw, source=f"run {ident}"), self.derived(ident))
         self._remember(ident, log)
         return log
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SECTIONS = ("Diagnostics", "Rewards", "Completion lengths", "Optimiser", "Other")
+MISMATCH, SIGNAL, SAMPLES = "Train/inference mismatch (per token)", "Gradient signal (per token)", "Samples (per row)"
+SECTIONS = ("Diagnostics", MISMATCH, SIGNAL, "Rewards", "Completion lengths", SAMPLES, "Optimiser", "Other")
 
 WORDS: dict[str, tuple[str, str]] = {
     "frac_reward_zero_std": ("Diagnostics", "Share of groups whose G rewards were all equal: their advantages are 0, "
@@ -45,6 +46,35 @@ WORDS: dict[str, tuple[str, str]] = {
     "epoch": ("Optimiser", "Epochs of the training set so far."),
     "step_time": ("Optimiser", "Seconds the step took."),
 }
+# Derived by this app from the frameworks' per-token files (domain/token_stats.py says how and why), trained
+# tokens only (the loss mask applied) unless the name says otherwise.
+WORDS |= {
+    "tokens/mismatch_kl": (MISMATCH, "Mean k3 KL between the trainer's and the inference engine's log-probs, "
+                                     "exp(d) − d − 1 with d = log π_trainer − log π_rollout, over trained tokens."),
+    "tokens/mismatch_kl_mask_blind": (MISMATCH, "The same KL over every token, masked ones too: what a view that "
+                                                "ignores the loss mask reports. Not a real mismatch."),
+    "tokens/mismatch_mean": (MISMATCH, "Mean of d = log π_trainer − log π_rollout over trained tokens (nats)."),
+    "tokens/mismatch_abs_p99": (MISMATCH, "99th percentile of |d| over trained tokens (nats)."),
+    "tokens/mismatch_abs_max": (MISMATCH, "Largest |d| of any trained token (nats)."),
+    "tokens/outside_is_band": (MISMATCH, "Share of trained tokens whose ratio π_trainer/π_rollout is outside "
+                                         "[0.5, 2], where truncated or masked IS acts."),
+    "tokens/seq_outside_is_band": (MISMATCH, "Share of sequences whose geometric-mean ratio is outside [0.5, 2]: "
+                                             "what a sequence-level IS mask would drop."),
+    "tokens/tis_weight_scale": (MISMATCH, "Σ|A|·min(ρ, 2) / Σ|A|: how truncated IS rescales the policy "
+                                          "gradient's weight (1: not at all)."),
+    "tokens/nonfinite_logprobs": (MISMATCH, "Trained tokens whose log-prob the file had as non-finite (left out)."),
+    "tokens/carry_gradient": (SIGNAL, "Share of trained tokens that carry gradient: advantage not 0 and not "
+                                      "dropped by the trainer's IS mask."),
+    "tokens/zero_advantage": (SIGNAL, "Share of trained tokens with advantage exactly 0 (tied groups): no "
+                                      "gradient."),
+    "tokens/is_masked": (SIGNAL, "Share of trained tokens the trainer's own IS/trust-region mask dropped "
+                                 "(prime-rl's is_masked)."),
+    "tokens/loss_masked": (SIGNAL, "Share of response tokens the loss mask removed (removed or masked samples)."),
+    "tokens/truncated": (SIGNAL, "Share of sequences that hit the length limit."),
+    "tokens/trained_tokens": (SIGNAL, "Trained tokens in the step (loss mask 1, log-probs finite)."),
+    "tokens/sequences": (SIGNAL, "Sequences in the step's per-token files."),
+    "tokens/entropy_mean": (SIGNAL, "Mean per-token entropy of the trainer's policy over trained tokens."),
+}
 _REWARD_FUNC = re.compile(r"rewards/(?P<name>[^/]+)/(?P<stat>mean|std)\Z")
 
 
@@ -62,6 +92,8 @@ def metric_words(name: str) -> MetricWords:
         what = "mean" if m["stat"] == "mean" else "standard deviation"
         return MetricWords("Rewards", f"The {what} over the step's completions of the reward function "
                                       f"{m['name']!r}, before weighting.")
+    if name.startswith("samples/"):  # per-row numbers from TRL's completions tables (domain/trl_completions.py)
+        return MetricWords(SAMPLES, "")
     return MetricWords("Other", "")
 
 

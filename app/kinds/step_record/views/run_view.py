@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -25,6 +26,11 @@ from app.views.numbers import significant
 from app.views.urls import URLS
 
 ZOOM_SPAN = 40  # steps each side of the selected one in "Zoom to it"
+
+
+def _slug(title: str) -> str:
+    """A section's anchor id ("Train/inference mismatch (per token)": train-inference-mismatch-per-token)."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
 class BadRunQuery(ValueError):
@@ -151,7 +157,7 @@ def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] 
             continue
         by_section[words.section].append(run_chart(name, words.sentence, points, (first, last), step_url,
                                                    selected, marks.get(name, ()), [r.step for r in records]))
-    sections = tuple(Section(t, t.lower().replace(" ", "-"), tuple(c)) for t, c in by_section.items() if c)
+    sections = tuple(Section(t, _slug(t), tuple(c)) for t, c in by_section.items() if c)
     return RunExplorer(
         run_id=run_id, title=f"A GRPO run: {len(log.steps)} logged steps", facts=_facts(log),
         findings=tuple(_finding_view(f, step_url) for f in found), sections=sections,

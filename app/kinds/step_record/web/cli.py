@@ -20,10 +20,10 @@ from app.domain.uploads import UploadRejected, UploadStore
 from app.kinds.step_record.domain.run_dir import STATE, NoRunLog
 from app.kinds.step_record.domain.run_findings import findings
 from app.kinds.step_record.domain.run_log import RunLogError
-from app.kinds.step_record.domain.run_opening import open_run_dir
 from app.kinds.step_record.domain.run_store import RunRefused
 from app.kinds.step_record.engine.checks import checks, unchecked
 from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.run_opening import open_run_dir
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.web.run_cli import describe
 from app.kinds.step_record.web.run_pages import store_for
@@ -95,6 +95,15 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
     finally:
         uploads.close()
     print(f"{'stored' if opened.created else 'already stored'} run {opened.id}: {describe(opened.log)}")
+    if opened.tokens is not None:
+        t = opened.tokens
+        print(f"per-token files ({', '.join(t.sources)}): {t.files} read, {len(t.metrics)} steps with tokens/… "
+              "metrics (train/inference mismatch, gradient triage)")
+    if opened.completions is not None:
+        c = opened.completions
+        print(f"completions tables (TRL): {c.files} read, {len(c.metrics)} steps with samples/… metrics (rewards, "
+              f"advantages, ties per row); a sequence-level source, it holds no "
+              f"{', '.join(lack.split(' (')[0].split(':')[0] for lack in c.lacks)}")
     for f in findings(opened.log):
         print(f"- [{f.rule}] {f.sentence}")
     for r in opened.records:

@@ -22,9 +22,9 @@ from starlette.responses import RedirectResponse, Response
 from app.domain.uploads import MB
 from app.kinds.step_record.domain.run_findings import findings
 from app.kinds.step_record.domain.run_log import RunLog
-from app.kinds.step_record.domain.run_opening import open_run_dir
 from app.kinds.step_record.domain.run_series import downsample, window
 from app.kinds.step_record.domain.run_store import RunStore
+from app.kinds.step_record.engine.run_opening import open_run_dir
 from app.kinds.step_record.examples import RUN_DIR
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.run_charts import BUCKETS

@@ -1,0 +1,93 @@
+"""What a run's per-token numbers say (issue 34), as findings beside the logged metrics' (run_findings.py).
+
+Rules over the `tokens/…` metrics token_stats.py derives from prime-rl's and slime's per-token files; each is
+silent where the run has none, and each is tested on a run built to trigger it and one built not to
+(tests/kinds/step_record/test_token_findings.py):
+
+- mismatch_band: `tokens/outside_is_band` ≥ BAND_SHARE (1 %) at some step: that share of the trained tokens had
+  π_trainer/π_rollout outside [1/C, C] (C = 2): a truncated or masked IS correction acts on them, and without one
+  their gradient is off-policy by that factor. Said with the worst step, its p99 |Δ log p| and how many steps
+  crossed.
+- mask_blind: at some step the mismatch KL over every token (masked ones too) is ≥ BLIND_FACTOR (10) × the
+  trained tokens' and ≥ BLIND_FLOOR (0.01): a dashboard that does not apply the loss mask reports a mismatch
+  that is not there (masked tokens carry no rollout log-prob).
+- low_signal: `tokens/carry_gradient` < SIGNAL_SHARE (50 %) at some step: said with where the rest went
+  (advantage 0: tied groups; the framework's IS mask).
+"""
+from __future__ import annotations
+
+import math
+
+from app.kinds.step_record.domain.run_findings import Finding, _num, _pct
+from app.kinds.step_record.domain.run_log import RunLog
+from app.kinds.step_record.domain.token_stats import IS_THRESHOLD
+
+BAND_SHARE = 0.01
+BLIND_FACTOR, BLIND_FLOOR = 10.0, 0.01
+SIGNAL_SHARE = 0.5
+
+
+def _at(log: RunLog, name: str) -> dict[int, float]:
+    return {s: v for s, v in log.series(name) if math.isfinite(v)} if name in log.metrics else {}
+
+
+def mismatch_band(log: RunLog) -> list[Finding]:
+    share = _at(log, "tokens/outside_is_band")
+    over = {s: v for s, v in share.items() if v >= BAND_SHARE}
+    if not over:
+        return []
+    step = max(over, key=lambda s: over[s])
+    p99 = _at(log, "tokens/mismatch_abs_p99").get(step)
+    tail = f"; the 99th percentile of |log π_trainer − log π_rollout| there was {_num(p99)} nats" if p99 else ""
+    return [Finding("mismatch_band", (
+        f"At step {step}, {_pct(over[step])} of the trained tokens had a train/inference ratio π_trainer/π_rollout "
+        f"outside [{1 / IS_THRESHOLD:g}, {IS_THRESHOLD:g}] (masked tokens excluded){tail}. A truncated or masked "
+        f"importance-sampling correction acts on those tokens; without one their gradient is off-policy by that "
+        f"factor. {len(over)} of {len(share)} steps had at least {_pct(BAND_SHARE)} outside."), (step,),
+        {"worst_step": step, "worst_share": over[step], "steps_over": len(over)},
+        tuple(n for n in ("tokens/outside_is_band", "tokens/mismatch_abs_p99") if n in log.metrics))]
+
+
+def mask_blind(log: RunLog) -> list[Finding]:
+    aware, blind = _at(log, "tokens/mismatch_kl"), _at(log, "tokens/mismatch_kl_mask_blind")
+    worst: tuple[float, int] | None = None
+    for step, b in blind.items():
+        a = aware.get(step)
+        if a is not None and b >= BLIND_FLOOR and b >= BLIND_FACTOR * a:
+            times = b / a if a > 0 else math.inf
+            if worst is None or times > worst[0]:
+                worst = (times, step)
+    if worst is None:
+        return []
+    step = worst[1]
+    factor = f"{worst[0]:.0f} ×" if math.isfinite(worst[0]) else "far above"
+    return [Finding("mask_blind", (
+        f"Counting every token, masked ones too, the train/inference mismatch KL at step {step} would read "
+        f"{_num(blind[step])} nats, {factor} the {_num(aware[step])} of the trained tokens alone: the masked "
+        "(prompt, tool) tokens carry no rollout log-prob, so a view that ignores the loss mask shows a mismatch "
+        "that is not there. The charts here count trained tokens only."), (step,),
+        {"step": step, "mask_blind": blind[step], "mask_aware": aware[step]},
+        ("tokens/mismatch_kl", "tokens/mismatch_kl_mask_blind"))]
+
+
+def low_signal(log: RunLog) -> list[Finding]:
+    carry = _at(log, "tokens/carry_gradient")
+    under = {s: v for s, v in carry.items() if v < SIGNAL_SHARE}
+    if not under:
+        return []
+    step = min(under, key=lambda s: under[s])
+    zero, masked = _at(log, "tokens/zero_advantage").get(step), _at(log, "tokens/is_masked").get(step)
+    where = [f"{_pct(zero)} had advantage 0 (their group's rewards were all equal)"] if zero else []
+    if masked:
+        where.append(f"{_pct(masked)} were dropped by the trainer's importance-sampling mask")
+    return [Finding("low_signal", (
+        f"At step {step} only {_pct(under[step])} of the trained tokens carried gradient"
+        + (f": {' and '.join(where)}." if where else ".")
+        + f" {len(under)} of {len(carry)} steps were under {_pct(SIGNAL_SHARE)}."), (step,),
+        {"worst_step": step, "worst_share": under[step], "steps_under": len(under)},
+        tuple(n for n in ("tokens/carry_gradient", "tokens/zero_advantage", "tokens/is_masked") if n in log.metrics))]
+
+
+TOKEN_RULES = (mismatch_band, mask_blind, low_signal)
+
+__all__ = ["BAND_SHARE", "BLIND_FACTOR", "BLIND_FLOOR", "SIGNAL_SHARE", "TOKEN_RULES"]
