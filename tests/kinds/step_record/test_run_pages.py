@@ -91,7 +91,9 @@ def test_the_selected_steps_table_is_every_metric_as_logged_there(client, exampl
     page = soup(client.get(example + "?step=60"))
     rows = {tr.th.code.string: tr.td.string for tr in page.select(".run-step-table tbody tr")}
     logged = next(e for e in LOGGED if e["step"] == 60)
-    assert rows == {k: significant(v, 5) for k, v in logged.items() if k != "step"}
+    # a whole number is a count and reads as one (12,000 tokens, not 12000.); the rest to 5 significant digits
+    assert rows == {k: f"{int(v):,}" if float(v).is_integer() else significant(v, 5)
+                    for k, v in logged.items() if k != "step"}
     nav = {a.string: a["href"] for a in page.select(".run-step-nav a")}
     assert nav["← previous logged step"].endswith("?step=59#selected-step")
     assert nav["next logged step →"].endswith("?step=61#selected-step")

@@ -53,6 +53,11 @@ def test_a_prime_rl_output_directory_opens_as_a_run_of_its_tokens(tmp_path, caps
     page = client.get(url + "?step=6")
     assert page.status_code == 200
     soup = BeautifulSoup(page.text, "html.parser")
+    # nothing here was logged by a trainer: the page says the numbers are the app's, from which files
+    assert soup.h1.get_text(strip=True) == "A GRPO run: 8 steps"
+    assert "tokens/… from per-token files" in soup.select_one(".run-derived").get_text(" ")
+    row = next(tr for tr in soup.select("tr") if tr.find(string="tokens/sequences"))
+    assert row.td.get_text(strip=True) == "3"  # a count, not 3.0000
     titles = [h.get_text(" ", strip=True) for h in soup.select("h2, h3")]
     assert "Train/inference mismatch (per token)" in titles and "Gradient signal (per token)" in titles
     assert soup.select_one("#section-train-inference-mismatch-per-token") is not None

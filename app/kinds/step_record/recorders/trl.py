@@ -2,6 +2,7 @@
 
     trainer = RecordingGRPOTrainer(model=..., args=GRPOConfig(...), reward_funcs=[...],
                                    train_dataset=..., record_steps=[1, 100], record_dir="records")
+    # or record_every=50: optimizer steps 50, 100, 150, ... (exactly one of the two)
 
 Nothing here recomputes what TRL computes; the record holds TRL's own tensors. `_compute_loss` is
 wrapped to keep the inputs it receives and, for the duration of that call only,
@@ -71,7 +72,8 @@ def _numpy(x: torch.Tensor | None, i: int, n: int) -> np.ndarray | None:
 
 class StepRecorder:
     """Mixin for GRPOTrainer (TRL 1.16): writes `<record_dir>/step-<N>.grpo-step.json` for each
-    optimizer step N (Trainer's global_step, 1 for the first) in `record_steps`, or "all"."""
+    optimizer step N (Trainer's global_step, 1 for the first) in `record_steps`, or "all", or, with
+    `record_every=K` instead, every K-th step (K, 2K, ...)."""
 
     # GRPOTrainer's, for the type checker (bare annotations: the mixin sets none of them)
     args: Any
@@ -80,11 +82,19 @@ class StepRecorder:
     accelerator: Any
     current_gradient_accumulation_steps: int
 
-    def __init__(self, *args: Any, record_steps: Iterable[int] | str, record_dir: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, *args: Any, record_steps: Iterable[int] | str | None = None, record_every: int | None = None,
+                 record_dir: str | None = None, **kwargs: Any) -> None:
+        if (record_steps is None) == (record_every is None):
+            raise ValueError("give exactly one of record_steps (optimizer step numbers, or \"all\") and "
+                             "record_every (every N-th optimizer step: N, 2N, ...)")
+        if record_every is not None and (isinstance(record_every, bool) or not isinstance(record_every, int)
+                                         or record_every < 1):
+            raise ValueError(f"record_every: a whole number of optimizer steps >= 1, not {record_every!r}")
         if isinstance(record_steps, str) and record_steps != "all":
             raise ValueError(f"record_steps: optimizer step numbers or \"all\", not {record_steps!r}")
-        self.record_steps = None if record_steps == "all" else frozenset(int(s) for s in record_steps)
+        self.record_every = record_every
+        self.record_steps = (None if record_steps is None or isinstance(record_steps, str)  # "all", or record_every
+                             else frozenset(int(s) for s in record_steps))
         if self.record_steps is not None and any(s < 1 for s in self.record_steps):
             raise ValueError("record_steps: optimizer steps count from 1")
         self._generation, self._micro_step = 0, 0
@@ -100,6 +110,13 @@ class StepRecorder:
                              + "\n- ".join(problems))
 
     def _records(self, step: int, ahead: bool = False) -> bool:
+        """Whether optimizer step `step` is recorded; with `ahead`, whether `step` or any later one is."""
+        if self.record_every is not None:
+            if not ahead:
+                return step % self.record_every == 0
+            upcoming = -(-step // self.record_every) * self.record_every  # the first wanted step >= step
+            max_steps = getattr(getattr(self, "state", None), "max_steps", 0) or 0  # Trainer's, once training began
+            return max_steps <= 0 or upcoming <= max_steps
         if self.record_steps is None:
             return True
         return any(s >= step for s in self.record_steps) if ahead else step in self.record_steps

@@ -103,6 +103,13 @@ class RunExplorer:
     api_url: str
     query: RunQuery
     recorded: tuple[RecordedStep, ...]
+    derived: tuple[str, ...] = ()  # what the app computed from the run's files, not the trainer's log (DERIVED)
+    only_derived: bool = False  # nothing here was logged: a run of per-token files alone (prime-rl, slime)
+
+
+# metric prefix -> the files the app computed it from (engine/run_opening.py joins them to the log)
+DERIVED = {"tokens/": "per-token files (prime-rl's token exports, slime's train dumps)",
+           "samples/": "TRL's completions tables"}
 
 
 def nearest_step(steps: tuple[int, ...], asked: int) -> int:
@@ -158,8 +165,12 @@ def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] 
         by_section[words.section].append(run_chart(name, words.sentence, points, (first, last), step_url,
                                                    selected, marks.get(name, ()), [r.step for r in records]))
     sections = tuple(Section(t, _slug(t), tuple(c)) for t, c in by_section.items() if c)
+    derived = tuple(f"{prefix}… from {source}" for prefix, source in DERIVED.items()
+                    if any(n.startswith(prefix) for n in log.names))
+    only_derived = bool(log.names) and all(n.startswith(tuple(DERIVED)) for n in log.names)
     return RunExplorer(
-        run_id=run_id, title=f"A GRPO run: {len(log.steps)} logged steps", facts=_facts(log),
+        run_id=run_id, title=f"A GRPO run: {len(log.steps)} {'' if only_derived else 'logged '}steps",
+        facts=_facts(log), derived=derived, only_derived=only_derived,
         findings=tuple(_finding_view(f, step_url) for f in found), sections=sections,
         x_range=(first, last), zoomed=zoomed, whole_url=urls.run(run_id, _query(q, **{"from": None, "to": None})),
         selected=_selected(run_id, log, q, selected, records) if selected is not None else None,
@@ -181,7 +192,11 @@ def _finding_view(f: Finding, step_url) -> FindingView:
 
 
 def _cell(value: float | None) -> str:
-    return "—" if value is None else significant(value, 5)
+    if value is None:
+        return "—"
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e12:  # a count: 3, not 3.0000
+        return f"{int(value):,}"
+    return significant(value, 5)
 
 
 def _selected(run_id: str, log: RunLog, q: RunQuery, step: int, records: tuple[RecordedStep, ...]) -> SelectedStep:

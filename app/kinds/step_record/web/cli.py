@@ -94,7 +94,8 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
         return 1
     finally:
         uploads.close()
-    print(f"{'stored' if opened.created else 'already stored'} run {opened.id}: {describe(opened.log)}")
+    stored = 'stored' if opened.created else 'already stored'
+    print(f"{stored} run {opened.id}: {describe(opened.log, opened.state_path)}")
     if opened.tokens is not None:
         t = opened.tokens
         print(f"per-token files ({', '.join(t.sources)}): {t.files} read, {len(t.metrics)} steps with tokens/… "

@@ -27,11 +27,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def describe(log: RunLog) -> str:
+def describe(log: RunLog, source: str | None = None) -> str:
+    """`source` names what was opened (the stored log's own is its run id once derived metrics joined it)."""
+    source = source or log.source
     if not log.steps:
-        return f"{log.source}: no logged steps"
+        return f"{source}: no logged steps"
     runtime = log.summary.get("train_runtime")
-    return (f"{log.source}: {len(log.steps)} logged steps ({log.steps[0]} to {log.steps[-1]}), "
+    return (f"{source}: {len(log.steps)} logged steps ({log.steps[0]} to {log.steps[-1]}), "
             f"{len(log.metrics)} metrics" + (f", {runtime:.0f} s of training" if runtime is not None else ""))
 
 
