@@ -163,11 +163,17 @@ def _read(path: Path, where: str, step: int, acc: _Step, reward_columns: Sequenc
             acc.chars.add(chars)
 
 
+def completion_files(root: Path) -> list[Path]:
+    """The run directory's completions tables, in name order (what read_completions_dir reads)."""
+    folder = root / "completions"
+    return sorted(p for p in folder.glob("completions_*.parquet") if p.is_file()) if folder.is_dir() else []
+
+
 def read_completions_dir(root: Path, reward_columns: Sequence[str] | None = None,
                          reward_weights: Sequence[float] | None = None) -> CompletionsRead:
     """Every `completions/completions_*.parquet` of a run's output directory, one step per file (from its name,
     checked against its `step` column). A refused file leaves its step out and says why."""
-    found = sorted((root / "completions").glob("completions_*.parquet")) if (root / "completions").is_dir() else []
+    found = completion_files(root)
     metrics: dict[int, dict[str, float]] = {}
     refused: list[tuple[str, str]] = []
     seen: set[int] = set()
@@ -195,4 +201,4 @@ def read_completions_dir(root: Path, reward_columns: Sequence[str] | None = None
     return CompletionsRead(dict(sorted(metrics.items())), len(found), tuple(refused))
 
 
-__all__ = ["LACKS", "CompletionsRead", "read_completions_dir"]
+__all__ = ["LACKS", "CompletionsRead", "completion_files", "read_completions_dir"]

@@ -8,7 +8,8 @@ records are stored all the same (the caller says so, and `python -m app open` ex
 
 The frameworks' per-token files beside it (engine/token_run.py: prime-rl's token_exports/, slime's train_data/) become
 per-step metrics of the run (`tokens/…`), kept beside the run's file. A directory with those and no
-trainer_state.json is a run all the same: its stored file is those numbers in trainer_state.json's shape.
+trainer_state.json is a run all the same: its stored file is those numbers in trainer_state.json's shape. What the
+readers made of a directory's files is kept (domain/run_index.py): opened again with the same files, it reads none.
 """
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from app.domain.catalog import CatalogEntry
 from app.domain.uploads import UploadRejected
 from app.kinds.step_record.domain.opening import KIND_ID
 from app.kinds.step_record.domain.run_dir import NoRunLog, find_step_records, find_trainer_state, run_root
+from app.kinds.step_record.domain.run_index import ReadIndex, fingerprint, step_keys
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.run_store import RunStore
-from app.kinds.step_record.domain.trl_completions import CompletionsRead, read_completions_dir
+from app.kinds.step_record.domain.token_exports import find_token_exports
+from app.kinds.step_record.domain.trl_completions import CompletionsRead, completion_files, read_completions_dir
 from app.kinds.step_record.engine.token_run import TokenRun, as_trainer_state, read_token_run
 
 
@@ -49,6 +52,7 @@ class OpenedRun:
     refused: tuple[tuple[str, str], ...]  # (path, why)
     tokens: TokenRun | None = None  # the per-token files read, when the directory has any
     completions: CompletionsRead | None = None  # TRL's completions/*.parquet read, when the directory has any
+    indexed: bool = False  # the per-token and per-sample numbers came from the index: no file of theirs was read
 
     @property
     def unlogged(self) -> tuple[int, ...]:
@@ -64,17 +68,56 @@ def _step_of(entry: CatalogEntry) -> int | None:
     return int(payload.run.step)
 
 
-def open_run_dir(path: Path, runs: RunStore, uploads: Uploads) -> OpenedRun:
+def _tokens(root: Path, index: ReadIndex) -> tuple[TokenRun, bool]:
+    """The per-token files' numbers: the index's when they have not changed, else read (and indexed when no file
+    was refused). True when they came from the index."""
+    files = fingerprint(root, (e.path for e in find_token_exports(root)))
+    if not files:
+        return TokenRun({}, (), 0, ()), False
+    kept = index.get(root, "tokens", files)
+    if kept is not None:
+        return TokenRun(step_keys(kept["metrics"]), tuple(kept["sources"]), int(kept["files"]), ()), True
+    run = read_token_run(root)
+    if not run.refused:  # a refusal is read again each time: the file may be fixed, or be readable, the next time
+        index.put(root, "tokens", files, {"metrics": run.metrics, "sources": list(run.sources), "files": run.files})
+    return run, False
+
+
+def _samples(root: Path, index: ReadIndex) -> tuple[CompletionsRead, bool]:
+    """As _tokens, for TRL's completions tables."""
+    files = fingerprint(root, completion_files(root))
+    if not files:
+        return CompletionsRead({}, 0, ()), False
+    kept = index.get(root, "completions", files)
+    if kept is not None:
+        return CompletionsRead(step_keys(kept["metrics"]), int(kept["files"]), ()), True
+    read = read_completions_dir(root)
+    if not read.refused:
+        index.put(root, "completions", files, {"metrics": read.metrics, "files": read.files})
+    return read, False
+
+
+def _read_files(root: Path, index: ReadIndex) -> tuple[TokenRun, CompletionsRead, bool]:
+    (tokens, kept_tokens), (samples, kept_samples) = _tokens(root, index), _samples(root, index)
+    indexed = (kept_tokens or not tokens.files) and (kept_samples or not samples.files) and \
+        bool(tokens.files or samples.files)
+    return tokens, samples, indexed
+
+
+def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex | None = None) -> OpenedRun:
     """Store the run at `path` (an output directory, a checkpoint's, or a trainer_state.json) and the step records
-    beside it. Raises NoRunLog / OSError for no state file, RunLogError or RunRefused when the run is refused."""
+    beside it. Raises NoRunLog / OSError for no state file, RunLogError or RunRefused when the run is refused.
+    `index`: where what the readers made of the files is kept (default: the run store's index/ folder)."""
+    index = index or ReadIndex(runs.root / "index")
     tokens: TokenRun | None = None
     samples: CompletionsRead | None = None
+    indexed = False
     try:
         state = find_trainer_state(path)
     except NoRunLog:
         if not path.is_dir():
             raise
-        tokens, samples = read_token_run(path), read_completions_dir(path)
+        tokens, samples, indexed = _read_files(path, index)
         if not tokens.files and not samples.files:
             raise
         derived = _joined(tokens.metrics, samples.metrics)
@@ -88,7 +131,7 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads) -> OpenedRun:
     ident, created = runs.add(raw, str(state))
     root = path if tokens is not None else run_root(path, state)  # no log: the directory itself
     if tokens is None or samples is None:
-        tokens, samples = read_token_run(root), read_completions_dir(root)
+        tokens, samples, indexed = _read_files(root, index)
         derived = _joined(tokens.metrics, samples.metrics)
         if derived:
             runs.add_derived(ident, derived)
@@ -115,7 +158,7 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads) -> OpenedRun:
     linked.sort(key=lambda r: r.step)
     recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
     return OpenedRun(ident, created, str(state), log, tuple(linked), recorded, tuple(refused),
-                     tokens if tokens.files else None, samples if samples.files else None)
+                     tokens if tokens.files else None, samples if samples.files else None, indexed)
 
 
 def _joined(*parts: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:

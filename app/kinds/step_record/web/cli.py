@@ -96,6 +96,9 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
         uploads.close()
     stored = 'stored' if opened.created else 'already stored'
     print(f"{stored} run {opened.id}: {describe(opened.log, opened.state_path)}")
+    if opened.indexed:
+        print("per-token and per-sample files unchanged since they were read: their numbers come from the index "
+              "(DATA_DIR/runs/index), no file read again")
     if opened.tokens is not None:
         t = opened.tokens
         print(f"per-token files ({', '.join(t.sources)}): {t.files} read, {len(t.metrics)} steps with tokens/… "
