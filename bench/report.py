@@ -32,6 +32,8 @@ OVERLOAD_PAGE_P99_LIMIT_MS = 50.0
 # issue 33: the real model (SmolLM2-135M-Instruct), phases/smollm.py
 SMOL_STEP_LIMIT_S = 30.0  # one live step on the CPU, G 8 x 48 new tokens, the first after the load
 SMOL_PAGE_LIMIT_MS = 300.0  # a finished step page's response (the slowest of the six first GETs)
+# issue 34: "memory stays bounded while reading": our bound, the token reader's RSS growth over a 1 GB directory
+RUN_READ_GROWTH_LIMIT_MB = 256.0
 SMOL_RUN_LIMIT_S = 600.0  # issue 33: an R1-Zero run of at least 20 steps on the CPU "within 10 minutes"
 # A linear-growth limit is also the ideal, so timing noise alone would "miss" it
 # half the time: growth targets are met up to ratio 1 + GROWTH_NOISE.
@@ -74,6 +76,12 @@ FIGURES = (
     "record_upload_s", "record_upload_list_s",
     *(f"record_{kind}_{s}_{w}_ms" for kind in ("open", "html") for s in RECORD_STEPS for w in ("cold", "warm")),
     *(f"record_page_{s}_bytes" for s in RECORD_STEPS), *(f"record_page_{s}_gzip_bytes" for s in RECORD_STEPS),
+    # a whole run (issue 34): bench/phases/run.py
+    "run_logged_steps", "run_recorded_steps", "run_dir_bytes", "run_token_bytes",
+    "run_open_cold_s", "run_open_warm_s", "run_open_cold_rss_mb", "run_open_warm_rss_mb",
+    "run_read_tokens_s", "run_read_tokens_rss_mb", "run_read_tokens_rss_growth_mb",
+    "run_page_cold_ms", "run_page_warm_ms", "run_page_zoom_ms", "run_page_bytes", "run_page_gzip_bytes",
+    "run_api_cold_ms", "run_api_warm_ms", "run_api_bytes",
     # the real model (issue 33): bench/phases/smollm.py
     "smol_group_size", "smol_new_tokens", "smol_blocks", "smol_step_torch_threads",
     "smol_load_cold_s", "smol_load_cached_s", "smol_step_s", "smol_step_peak_rss_mb",
@@ -87,7 +95,7 @@ FIGURES = (
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
            *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page", "overload_healthz", "overload_page",
-           "smol_step", "smol_page", "smol_run")
+           "run_read_memory", "smol_step", "smol_page", "smol_run")
 
 
 def evaluate(f: dict) -> list[dict]:
@@ -135,6 +143,10 @@ def evaluate(f: dict) -> list[dict]:
                        f"≤ {OVERLOAD_HEALTHZ_P99_LIMIT_MS:.0f}", "ms"),
         lambda: target("overload_page", "viewed step page p99 under the same overload", f["overload_page_p99_ms"],
                        "<=", OVERLOAD_PAGE_P99_LIMIT_MS, f"≤ {OVERLOAD_PAGE_P99_LIMIT_MS:.0f}", "ms"),
+        # a whole run (issue 34)
+        lambda: target("run_read_memory", f"token reader over {f['run_token_bytes'] / 2**20:.0f} MiB of prime-rl "
+                       "exports, RSS growth after imports", f["run_read_tokens_rss_growth_mb"], "<=",
+                       RUN_READ_GROWTH_LIMIT_MB, f"≤ {RUN_READ_GROWTH_LIMIT_MB:.0f} (ours)", "MB"),
         # the real model (issue 33)
         lambda: target("smol_step", f"SmolLM2 live step {_smol_step(f)}, first after the load, wall", f["smol_step_s"],
                        "<=", SMOL_STEP_LIMIT_S, f"≤ {SMOL_STEP_LIMIT_S:.0f}", "s"),
@@ -257,6 +269,8 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
                      f"{f['overload_200']} / {f['overload_503']} / {f['overload_wrong']}"),
         # a step record (issue 23): phases/record.py
         *_record_rows(f, info),
+        # a whole run (issue 34): phases/run.py
+        *_run_rows(f, info, t_row),
         # the real model (issue 33): phases/smollm.py
         *_smol_rows(f, info, t_row),
     ]
@@ -300,6 +314,30 @@ def _record_rows(f: dict, info) -> list:
                      each(lambda v: fmt(v, "bytes"), "record_page_{}_gzip_bytes"), "bytes"),
         lambda: info(f"step record pages {steps}: HTML, raw",
                      each(lambda v: fmt(v, "bytes"), "record_page_{}_bytes"), "bytes"),
+    ]
+
+
+def _run_rows(f: dict, info, t_row) -> list:
+    """The whole run's rows: its directory, `python -m app open` cold and warm, the reader's memory, the explorer."""
+    def scale():
+        return (f"run of {fmt(int(f['run_logged_steps']))} logged steps, {int(f['run_recorded_steps'])} recorded, "
+                f"{fmt(round(f['run_dir_bytes'] / 2**20))} MiB")
+
+    return [
+        lambda: info(scale() + ": python -m app open, cold / warm (indexed)",
+                     f"{f['run_open_cold_s']:.1f} / {f['run_open_warm_s']:.1f}", "s"),
+        lambda: info(scale() + ": python -m app open, peak RSS cold / warm",
+                     f"{f['run_open_cold_rss_mb']:.0f} / {f['run_open_warm_rss_mb']:.0f}", "MB"),
+        lambda: info(f"token reader alone, {f['run_token_bytes'] / 2**20:.0f} MiB: time / process peak RSS",
+                     f"{f['run_read_tokens_s']:.1f} s / {f['run_read_tokens_rss_mb']:.0f} MB", ""),
+        t_row("run_read_memory"),
+        lambda: info("run explorer first view (first chart visible), cold / warm / zoomed to 100 steps",
+                     f"{f['run_page_cold_ms']:.0f} / {f['run_page_warm_ms']:.0f} / {f['run_page_zoom_ms']:.0f}", "ms"),
+        lambda: info("run explorer HTML, gzip / raw",
+                     f"{fmt(f['run_page_gzip_bytes'], 'bytes')} / {fmt(f['run_page_bytes'], 'bytes')}", "bytes"),
+        lambda: info("GET /api/runs/<id>: cold / warm, size",
+                     f"{f['run_api_cold_ms']:.0f} / {f['run_api_warm_ms']:.1f} ms, "
+                     f"{fmt(f['run_api_bytes'], 'bytes')} B", ""),
     ]
 
 

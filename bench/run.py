@@ -23,8 +23,11 @@ Phases, in the order they run: startup, engine, http, page_weight, browser (the 
 tiny LM's token_step, paths and tiny_lm_page (issue 13), and overload (issue 21: 64 clients of
 G = 4096 tensors while /healthz and a viewed page are timed), then record (issue 23: a G 16 x
 4,096-token step record uploaded and its five step pages opened, against an app of its own over a
-temporary DATA_DIR), then smollm (issue 33: the real model's checkpoint load and one live step, each in
-a fresh process, its six finished step pages against an app of its own, and its graph's layout).
+temporary DATA_DIR), then run (issue 34: a run directory of 10,000 logged steps, 20 recorded G 16 x 4,096
+steps and ~1 GB of prime-rl token exports, opened cold and warm by `python -m app open`, peak RSS, the token
+reader alone, the explorer's first view, weight and JSON), then smollm (issue 33: the real model's checkpoint
+load and one live step, each in a fresh process, its six finished step pages against an app of its own, and its
+graph's layout).
 http needs engine (it takes step samples next to its wrk runs), so selecting
 http selects engine.
 """
@@ -56,6 +59,7 @@ from bench.phases.jobs import jobs_phase
 from bench.phases.overload import overload_phase
 from bench.phases.page_weight import page_weight
 from bench.phases.record import record_phase
+from bench.phases.run import run_phase
 from bench.phases.smollm import smollm_phase
 from bench.phases.startup import startup_phase
 from bench.phases.tiny_lm import paths_phase, token_step_phase
@@ -73,7 +77,7 @@ from bench.wrk import parse_wrk
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
 PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "jobs",
-          "overload", "record", "smollm")
+          "overload", "record", "run", "smollm")
 # run against one app process
 HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "jobs", "overload"})
 
@@ -203,6 +207,8 @@ def main(argv=None) -> int:
                 overload_phase(port, args, figures, details)
     if "record" in selected:  # its own app (a temporary DATA_DIR), after the shared one has stopped
         record_phase(args, figures, details, log_path)
+    if "run" in selected:  # a whole run's directory (~1 GB), opened by fresh processes, its explorer in its own app
+        run_phase(args, figures, details, log_path)
     if "smollm" in selected:  # fresh processes and an app of its own (the real model: GBs, minutes)
         smollm_phase(args, figures, details, log_path)
     if "http" in selected:

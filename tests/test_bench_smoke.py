@@ -125,6 +125,12 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert [p["step"] for p in record["pages"]] == ["group", "ratio", "kl", "loss", "diagnostics"]
     assert all(set(p["status"]) == {200} and p["gzip_encoding"] == "gzip" for p in record["pages"]), record["pages"]
     assert [u["status"] for u in record["uploads"]] == [201] * 6
+    # a whole run (issue 34), at the smoke's size: opened twice (the second from the index), every explorer answer 200
+    run = results["details"]["run"]
+    assert run["open_cold"]["status"] == 0 and not run["open_cold"]["indexed"]
+    assert run["open_warm"]["status"] == 0 and run["open_warm"]["indexed"]
+    assert run["reader"]["steps"] == run["held"]["token_steps"] > 0 and run["reader"]["refused"] == 0
+    assert run["held"]["logged_steps"] == 200 and len(run["held"]["recorded_steps"]) == 2
     # the real model (issue 33), on the suite's tiny GGUF: a cold load that converts, a cached one that does
     # not, one step, its six finished pages (200 each: first GET, response cache, rendered again), two layouts
     smol = results["details"]["smollm"]
