@@ -46,6 +46,12 @@ def run_root(path: Path, state: Path) -> Path:
     return folder.parent if _CHECKPOINT.match(folder.name) else folder
 
 
+def completion_files(root: Path) -> list[Path]:
+    """TRL's completions tables (`log_completions=True`) in the run directory, in name order."""
+    folder = root / "completions"
+    return sorted(p for p in folder.glob("completions_*.parquet") if p.is_file()) if folder.is_dir() else []
+
+
 def find_step_records(root: Path) -> tuple[Path, ...]:
     """Every step record in the run directory's record folders, in name order (each read later, one at a time)."""
     found: list[Path] = []

@@ -30,6 +30,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from app.kinds.step_record.domain.run_dir import completion_files
+
 REQUIRED = ("step", "prompt", "completion", "advantage")  # TRL's writer writes each of them at every log
 BATCH_ROWS = 16_384
 LACKS = ("per-token log-probs (one row per completion, no token ids): no train/inference mismatch, no ratio, "
@@ -163,21 +165,14 @@ def _read(path: Path, where: str, step: int, acc: _Step, reward_columns: Sequenc
             acc.chars.add(chars)
 
 
-def completion_files(root: Path) -> list[Path]:
-    """The run directory's completions tables, in name order (what read_completions_dir reads)."""
-    folder = root / "completions"
-    return sorted(p for p in folder.glob("completions_*.parquet") if p.is_file()) if folder.is_dir() else []
-
-
 def read_completions_dir(root: Path, reward_columns: Sequence[str] | None = None,
                          reward_weights: Sequence[float] | None = None) -> CompletionsRead:
     """Every `completions/completions_*.parquet` of a run's output directory, one step per file (from its name,
     checked against its `step` column). A refused file leaves its step out and says why."""
-    found = completion_files(root)
     metrics: dict[int, dict[str, float]] = {}
     refused: list[tuple[str, str]] = []
     seen: set[int] = set()
-    for path in found:
+    for path in (found := completion_files(root)):
         where = str(path.relative_to(root))
         m = _NAME.match(path.name)
         if m is None:
@@ -201,4 +196,4 @@ def read_completions_dir(root: Path, reward_columns: Sequence[str] | None = None
     return CompletionsRead(dict(sorted(metrics.items())), len(found), tuple(refused))
 
 
-__all__ = ["LACKS", "CompletionsRead", "completion_files", "read_completions_dir"]
+__all__ = ["LACKS", "CompletionsRead", "read_completions_dir"]

@@ -13,6 +13,7 @@ readers made of a directory's files is kept (domain/run_index.py): opened again 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,12 +21,19 @@ from typing import Any, Protocol
 from app.domain.catalog import CatalogEntry
 from app.domain.uploads import UploadRejected
 from app.kinds.step_record.domain.opening import KIND_ID
-from app.kinds.step_record.domain.run_dir import NoRunLog, find_step_records, find_trainer_state, run_root
+from app.kinds.step_record.domain.run_dir import (
+    NoRunLog,
+    completion_files,
+    find_step_records,
+    find_trainer_state,
+    run_root,
+)
 from app.kinds.step_record.domain.run_index import ReadIndex, fingerprint, step_keys
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.run_store import RunStore
 from app.kinds.step_record.domain.token_exports import find_token_exports
-from app.kinds.step_record.domain.trl_completions import CompletionsRead, completion_files, read_completions_dir
+from app.kinds.step_record.domain.trl_completions import CompletionsRead, read_completions_dir
+from app.kinds.step_record.domain.verl_rollouts import read_rollouts_dir, rollout_files
 from app.kinds.step_record.engine.token_run import TokenRun, as_trainer_state, read_token_run
 
 
@@ -53,6 +61,7 @@ class OpenedRun:
     tokens: TokenRun | None = None  # the per-token files read, when the directory has any
     completions: CompletionsRead | None = None  # TRL's completions/*.parquet read, when the directory has any
     indexed: bool = False  # the per-token and per-sample numbers came from the index: no file of theirs was read
+    rollouts: CompletionsRead | None = None  # verl's rollout_data_dir/{step}.jsonl read, when the directory has any
 
     @property
     def unlogged(self) -> tuple[int, ...]:
@@ -83,25 +92,48 @@ def _tokens(root: Path, index: ReadIndex) -> tuple[TokenRun, bool]:
     return run, False
 
 
-def _samples(root: Path, index: ReadIndex) -> tuple[CompletionsRead, bool]:
-    """As _tokens, for TRL's completions tables."""
-    files = fingerprint(root, completion_files(root))
+def _per_sample(root: Path, index: ReadIndex, name: str, files_of: Callable[[Path], list[Path]],
+                read: Callable[[Path], CompletionsRead]) -> tuple[CompletionsRead, bool]:
+    """As _tokens, for a per-sample source (TRL's completions tables, verl's rollout dumps)."""
+    files = fingerprint(root, files_of(root))
     if not files:
         return CompletionsRead({}, 0, ()), False
-    kept = index.get(root, "completions", files)
+    kept = index.get(root, name, files)
     if kept is not None:
-        return CompletionsRead(step_keys(kept["metrics"]), int(kept["files"]), ()), True
-    read = read_completions_dir(root)
-    if not read.refused:
-        index.put(root, "completions", files, {"metrics": read.metrics, "files": read.files})
-    return read, False
+        return CompletionsRead(step_keys(kept["metrics"]), int(kept["files"]), (), tuple(kept["lacks"])), True
+    got = read(root)
+    if not got.refused:
+        index.put(root, name, files, {"metrics": got.metrics, "files": got.files, "lacks": list(got.lacks)})
+    return got, False
 
 
-def _read_files(root: Path, index: ReadIndex) -> tuple[TokenRun, CompletionsRead, bool]:
-    (tokens, kept_tokens), (samples, kept_samples) = _tokens(root, index), _samples(root, index)
-    indexed = (kept_tokens or not tokens.files) and (kept_samples or not samples.files) and \
-        bool(tokens.files or samples.files)
-    return tokens, samples, indexed
+@dataclass(frozen=True)
+class _Read:
+    tokens: TokenRun
+    samples: CompletionsRead
+    rollouts: CompletionsRead
+    indexed: bool
+
+    @property
+    def metrics(self) -> dict[int, dict[str, float]]:
+        return _joined(self.tokens.metrics, self.samples.metrics, self.rollouts.metrics)
+
+    @property
+    def files(self) -> int:
+        return self.tokens.files + self.samples.files + self.rollouts.files
+
+    @property
+    def refused(self) -> list[tuple[str, str]]:
+        return [*self.tokens.refused, *self.samples.refused, *self.rollouts.refused]
+
+
+def _read_files(root: Path, index: ReadIndex) -> _Read:
+    tokens, kept_tokens = _tokens(root, index)
+    samples, kept_samples = _per_sample(root, index, "completions", completion_files, read_completions_dir)
+    rollouts, kept_rollouts = _per_sample(root, index, "verl-rollouts", rollout_files, read_rollouts_dir)
+    parts = ((tokens.files, kept_tokens), (samples.files, kept_samples), (rollouts.files, kept_rollouts))
+    indexed = all(kept or not files for files, kept in parts) and any(files for files, _ in parts)
+    return _Read(tokens, samples, rollouts, indexed)
 
 
 def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex | None = None) -> OpenedRun:
@@ -109,38 +141,33 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
     beside it. Raises NoRunLog / OSError for no state file, RunLogError or RunRefused when the run is refused.
     `index`: where what the readers made of the files is kept (default: the run store's index/ folder)."""
     index = index or ReadIndex(runs.root / "index")
-    tokens: TokenRun | None = None
-    samples: CompletionsRead | None = None
-    indexed = False
+    read: _Read | None = None
     try:
         state = find_trainer_state(path)
     except NoRunLog:
         if not path.is_dir():
             raise
-        tokens, samples, indexed = _read_files(path, index)
-        if not tokens.files and not samples.files:
+        read = _read_files(path, index)
+        if not read.files:
             raise
-        derived = _joined(tokens.metrics, samples.metrics)
-        if not derived:  # every file refused: nothing to open, and the first refusal says why
-            where, why = (tokens.refused or samples.refused)[0]
+        if not read.metrics:  # every file refused: nothing to open, and the first refusal says why
+            where, why = read.refused[0]
             raise NoRunLog(f"{path}: no trainer_state.json, and no per-token or per-sample file could be read: "
                            f"{where}: {why}") from None
-        state, raw = path, as_trainer_state(derived, _sources(tokens, samples))
+        state, raw = path, as_trainer_state(read.metrics, _sources(read))
     else:
         raw = state.read_bytes()
     ident, created = runs.add(raw, str(state))
-    root = path if tokens is not None else run_root(path, state)  # no log: the directory itself
-    if tokens is None or samples is None:
-        tokens, samples, indexed = _read_files(root, index)
-        derived = _joined(tokens.metrics, samples.metrics)
-        if derived:
-            runs.add_derived(ident, derived)
+    root = path if read is not None else run_root(path, state)  # no log: the directory itself
+    if read is None:
+        read = _read_files(root, index)
+        if read.metrics:
+            runs.add_derived(ident, read.metrics)
     log = runs.get(ident)
     assert log is not None
     linked: list[LinkedRecord] = []
-    refused: list[tuple[str, str]] = []
-    refused.extend(tokens.refused)
-    refused.extend((str(root / where), why) for where, why in samples.refused)
+    refused: list[tuple[str, str]] = list(read.tokens.refused)  # the token reader names files in full already
+    refused.extend((str(root / where), why) for where, why in (*read.samples.refused, *read.rollouts.refused))
     for record_path in find_step_records(root):
         try:
             entry, stored = uploads.add(record_path.read_bytes(), record_path.name)
@@ -158,11 +185,13 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
     linked.sort(key=lambda r: r.step)
     recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
     return OpenedRun(ident, created, str(state), log, tuple(linked), recorded, tuple(refused),
-                     tokens if tokens.files else None, samples if samples.files else None, indexed)
+                     read.tokens if read.tokens.files else None, read.samples if read.samples.files else None,
+                     read.indexed, read.rollouts if read.rollouts.files else None)
 
 
 def _joined(*parts: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:
-    """Per-step metrics of several readers as one map (their names never clash: tokens/… and samples/…)."""
+    """Per-step metrics of several readers as one map (tokens/… and samples/… never clash; TRL's tables and verl's
+    dumps both write samples/…, but a run is one framework's)."""
     joined: dict[int, dict[str, float]] = {}
     for part in parts:
         for step, values in part.items():
@@ -170,9 +199,10 @@ def _joined(*parts: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:
     return dict(sorted(joined.items()))
 
 
-def _sources(tokens: TokenRun, samples: CompletionsRead) -> tuple[str, ...]:
-    tables = ("TRL completions tables",) if samples.metrics else ()
-    return (*(f"{source} per-token files" for source in tokens.sources), *tables)
+def _sources(read: _Read) -> tuple[str, ...]:
+    tables = ("TRL completions tables",) if read.samples.metrics else ()
+    dumps = ("verl rollout dumps",) if read.rollouts.metrics else ()
+    return (*(f"{source} per-token files" for source in read.tokens.sources), *tables, *dumps)
 
 
 __all__ = ["LinkedRecord", "OpenedRun", "open_run_dir"]

@@ -74,6 +74,18 @@ WORDS |= {
     "tokens/trained_tokens": (SIGNAL, "Trained tokens in the step (loss mask 1, log-probs finite)."),
     "tokens/sequences": (SIGNAL, "Sequences in the step's per-token files."),
     "tokens/entropy_mean": (SIGNAL, "Mean per-token entropy of the trainer's policy over trained tokens."),
+    # per-sample files: TRL's completions tables, verl's rollout dumps (domain/trl_completions.py, verl_rollouts.py)
+    "samples/count": (SAMPLES, "Completions in the step's per-sample file."),
+    "samples/reward_mean": (SAMPLES, "Mean total reward over the step's completions (verl: its score, the reward "
+                                     "before any KL penalty)."),
+    "samples/reward_std": (SAMPLES, "Standard deviation of that reward over the whole step (Bessel-corrected)."),
+    "samples/groups": (SAMPLES, "Prompts in the step: the completions that share one prompt are its GRPO group."),
+    "samples/tied_group_share": (SAMPLES, "Share of groups (2 or more scored completions) whose scores are all "
+                                          "equal: their GRPO advantage is 0, no gradient."),
+    "samples/tied_sample_share": (SAMPLES, "Share of the step's completions that sit in such a tied group."),
+    "samples/zero_advantage_share": (SAMPLES, "Share of completions whose logged advantage is exactly 0."),
+    "samples/unscorable_share": (SAMPLES, "Share of completions no reward function scored (None, NaN)."),
+    "samples/completion_chars_mean": (SAMPLES, "Mean completion length in characters (the file holds no tokens)."),
 }
 _REWARD_FUNC = re.compile(r"rewards/(?P<name>[^/]+)/(?P<stat>mean|std)\Z")
 
@@ -92,7 +104,7 @@ def metric_words(name: str) -> MetricWords:
         what = "mean" if m["stat"] == "mean" else "standard deviation"
         return MetricWords("Rewards", f"The {what} over the step's completions of the reward function "
                                       f"{m['name']!r}, before weighting.")
-    if name.startswith("samples/"):  # per-row numbers from TRL's completions tables (domain/trl_completions.py)
+    if name.startswith("samples/"):  # per-row numbers from a per-sample file, not described above
         return MetricWords(SAMPLES, "")
     return MetricWords("Other", "")
 

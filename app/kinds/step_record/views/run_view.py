@@ -109,7 +109,7 @@ class RunExplorer:
 
 # metric prefix -> the files the app computed it from (engine/run_opening.py joins them to the log)
 DERIVED = {"tokens/": "per-token files (prime-rl's token exports, slime's train dumps)",
-           "samples/": "TRL's completions tables"}
+           "samples/": "per-sample files (TRL's completions tables, verl's rollout dumps)"}
 
 
 def nearest_step(steps: tuple[int, ...], asked: int) -> int:

@@ -108,6 +108,11 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
         print(f"completions tables (TRL): {c.files} read, {len(c.metrics)} steps with samples/… metrics (rewards, "
               f"advantages, ties per row); a sequence-level source, it holds no "
               f"{', '.join(lack.split(' (')[0].split(':')[0] for lack in c.lacks)}")
+    if opened.rollouts is not None:
+        r = opened.rollouts
+        print(f"rollout dumps (verl): {r.files} read, {len(r.metrics)} steps with samples/… metrics (scores, groups "
+              f"tied); a sequence-level source, it holds no "
+              f"{', '.join(lack.split(' (')[0].split(':')[0] for lack in r.lacks)}")
     for f in findings(opened.log):
         print(f"- [{f.rule}] {f.sentence}")
     for r in opened.records:
