@@ -114,3 +114,15 @@ def test_slime_rollout_pickles_are_never_read_as_verl_dumps(tmp_path):
     (tmp_path / "rollout_data" / "0.pt").write_bytes(b"\x80\x04 a pickle")  # slime's: never opened
     got = read_rollouts_dir(tmp_path)
     assert got.files == 0 and not got.metrics and not got.refused
+
+
+def test_tied_groups_in_the_dumps_are_a_finding_when_the_log_has_none(tmp_path, capsys, monkeypatch, make_client):
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    rng = np.random.default_rng(5)
+    for step in (1, 2, 3):  # 3 of 4 groups tied at step 3, none at step 1
+        write_rollouts(tmp_path / "out", step, *batch(rng, tie=tuple(range(step))))
+    out, _, url = opened(capsys, tmp_path / "out")
+    assert "- [tied_groups] At step 3, 75 % of the groups had every reward equal (samples/tied_group_share): their "\
+        "advantages are 0 and they give no gradient. 2 of 3 steps had at least 50 % of their groups tied." in out
+    page = make_client(data_dir=tmp_path / "data").get(url).text
+    assert "Per-token numbers count" not in page  # no per-token file here

@@ -12,7 +12,8 @@ says nothing), and each is tested on a run built to trigger it and one built not
   say which (num_iterations lives in training_args.bin, a pickle this app never opens): both are said.
 - tied_groups: `frac_reward_zero_std` ≥ TIED_SHARE (0.5) at some step: that share of the groups had
   every reward equal, so their advantages are 0 and they give no gradient. Said with the worst step
-  and how many steps crossed the line.
+  and how many steps crossed the line. With no `frac_reward_zero_std` (verl logs to W&B), the share
+  its rollout dumps give (`samples/tied_group_share`, domain/verl_rollouts.py) is read instead.
 - loss_zero: `loss` exactly 0 at ≥ 1 step. Alone that is no bug (TRL #2703, #3452): at num_iterations = 1 the
   loss's value is minus a weighted mean of the advantages (near 0: centred per group) plus β·KL while its
   gradient is not, and
@@ -91,19 +92,24 @@ def clip_never(log: RunLog) -> list[Finding]:
         tuple(n for n in CLIP_NAMES if n in log.metrics))]
 
 
+TIED_NAMES = ("frac_reward_zero_std", "samples/tied_group_share")  # TRL's logged share, else verl's dumps' (derived)
+
+
 def tied_groups(log: RunLog) -> list[Finding]:
-    if "frac_reward_zero_std" not in log.metrics:
+    name = next((n for n in TIED_NAMES if n in log.metrics), None)
+    if name is None:
         return []
-    points = [(s, v) for s, v in log.series("frac_reward_zero_std") if math.isfinite(v)]
+    points = [(s, v) for s, v in log.series(name) if math.isfinite(v)]
     over = [(s, v) for s, v in points if v >= TIED_SHARE]
     if not over:
         return []
     worst = max(over, key=lambda p: p[1])
     return [Finding("tied_groups", (
-        f"At step {worst[0]}, {_pct(worst[1])} of the groups had every reward equal (frac_reward_zero_std): "
-        f"their advantages are 0 and they give no gradient. {len(over)} of {len(points)} logged steps had at "
+        f"At step {worst[0]}, {_pct(worst[1])} of the groups had every reward equal ({name}): "
+        f"their advantages are 0 and they give no gradient. {len(over)} of {len(points)} "
+        f"{'logged ' if name == TIED_NAMES[0] else ''}steps had at "
         f"least {_pct(TIED_SHARE)} of their groups tied."), (worst[0],),
-        {"worst_step": worst[0], "worst_share": worst[1], "steps_over": len(over)}, ("frac_reward_zero_std",))]
+        {"worst_step": worst[0], "worst_share": worst[1], "steps_over": len(over)}, (name,))]
 
 
 def loss_zero(log: RunLog) -> list[Finding]:
