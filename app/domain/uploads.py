@@ -3,9 +3,11 @@
 An upload's id is a hash of its bytes, never anything the file says, so no snapshot text
 ever becomes a path or a query. The bytes live in an `UploadBackend` (upload_store/: SQLite
 in the data directory, or PostgreSQL shared by replicas) and stay until an operator deletes
-them (`python -m app.uploads delete ID`): a link sent to a class keeps working. When the
-quota is reached new uploads are refused (507), never made room for. Nothing in a
-snapshot is executed.
+them (`python -m app.uploads delete ID`): a link sent to a class keeps working. A large upload (a
+recorded step of a long run reaches tens of MB) lives outside its row, in a blob file or a large object, and every
+read checks it against its sha256: bytes changed behind the store's back are a 404 and an error in
+the log, never served. When the quota is reached new uploads are refused (507), never made
+room for. Nothing in a snapshot is executed.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from pathlib import Path
 from app.domain.catalog import CatalogEntry, Classify, Reader, reader_for, view_only
 from app.domain.snapshot import SnapshotError, parse_snapshot
 from app.stores.uploads import (
+    BlobDamaged,
     HashCollision,
     StoredUpload,
     StoreFull,
@@ -153,6 +156,9 @@ class UploadStore:
                         self._parsed.move_to_end(ident)
                 return hit[0]
             raw = self.backend.get(ident)
+        except BlobDamaged as exc:  # its bytes changed or went missing outside the database: never served
+            log.error("stored upload %s refused: %s", ident, exc)
+            return None
         except StoreUnavailable as exc:
             raise self._unavailable(exc) from None
         if raw is None:

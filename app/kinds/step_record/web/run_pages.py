@@ -29,6 +29,7 @@ from app.kinds.step_record.examples import RUN_DIR
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.run_charts import BUCKETS
 from app.kinds.step_record.views.run_view import BadRunQuery, RunQuery, explorer, resolve
+from app.stores.uploads import RunRefs
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.errors import NotFound
@@ -43,13 +44,14 @@ pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 
-def store_for(settings: Settings) -> RunStore:
-    """The runs of this data directory, the server's and `python -m app open RUN_DIR`'s alike."""
-    return RunStore(settings.resolved_data_dir / "runs", quota_bytes=settings.upload_quota_mb * MB)
+def store_for(settings: Settings, refs: RunRefs) -> RunStore:
+    """The runs of this data directory, referenced from the upload store's database (`refs`, its backend):
+    the server's and `python -m app open RUN_DIR`'s alike."""
+    return RunStore(settings.resolved_data_dir / "runs", refs=refs, quota_bytes=settings.upload_quota_mb * MB)
 
 
 def install(app: FastAPI) -> None:
-    app.state.run_store = store_for(app.state.settings)
+    app.state.run_store = store_for(app.state.settings, app.state.catalog.uploads.backend)
     app.include_router(pages)
     app.include_router(api)
 
