@@ -44,6 +44,19 @@ def test_clip_never_reads_low_and_high_when_there_is_no_region_mean():
     assert rf.clip_never(read_trainer_state(document)) == []
 
 
+def test_clip_never_reads_unipos_clip_fraction_when_the_log_has_no_trl_clip_ratio():
+    document = healthy(20)
+    for e in document["log_history"][:-1]:
+        for name in ("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"):
+            e.pop(name, None)
+        e["clip_fraction"] = 0.0
+    (f,) = rf.clip_never(read_trainer_state(document))
+    assert "(clip_fraction) is 0 at every one of the 20 logged steps" in f.sentence
+    assert f.metrics == ("clip_fraction",)
+    document["log_history"][7]["clip_fraction"] = 0.02
+    assert rf.clip_never(read_trainer_state(document)) == []
+
+
 def test_tied_groups_names_the_worst_step_and_how_many_crossed():
     (f,) = rf.tied_groups(run(frac_reward_zero_std=lambda s: 0.75 if s in (12, 13) else (0.9 if s == 40 else 0.1)))
     assert f.steps == (40,) and "At step 40, 90 % of the groups" in f.sentence and "3 of 60 logged steps" in f.sentence

@@ -1,5 +1,7 @@
 """Where a TRL run keeps its logged metrics: `trainer_state.json` in the output directory (written when the
-script calls `trainer.save_state()`) or in each `checkpoint-N/` the Trainer saves; the newest wins."""
+script calls `trainer.save_state()`) or in each `checkpoint-N/` the Trainer saves; the newest wins. And where
+the other files of a run directory are (step records, TRL's completions tables), and what a directory that holds
+none of them was searched for."""
 from __future__ import annotations
 
 import re
@@ -52,11 +54,24 @@ def completion_files(root: Path) -> list[Path]:
     return sorted(p for p in folder.glob("completions_*.parquet") if p.is_file()) if folder.is_dir() else []
 
 
-def find_step_records(root: Path) -> tuple[Path, ...]:
-    """Every step record in the run directory's record folders, in name order (each read later, one at a time)."""
+def find_step_records(root: Path, alone: bool = False) -> tuple[Path, ...]:
+    """Every step record in the run directory's record folders, in name order (each read later, one at a time).
+    `alone` (a directory of records and nothing else): with none in those folders, the directory's own records, so
+    `records/` itself opens as well as the folder above it."""
     found: list[Path] = []
     for name in RECORD_DIRS:
         folder = root / name
         if folder.is_dir():
             found.extend(sorted(p for p in folder.glob(RECORD_GLOB) if p.is_file()))
+    if alone and not found and root.is_dir():
+        found.extend(sorted(p for p in root.glob(RECORD_GLOB) if p.is_file()))
     return tuple(found)
+
+
+def nothing_to_open(path: Path) -> str:
+    """Why a directory is no run: everything a run is opened from, and where each was looked for."""
+    return (f"{path}: nothing here opens as a run. Looked for: {STATE} here or in a checkpoint-N/ folder (TRL); "
+            "a UNIPO canonical file (*.json here with header and entries at the top); step records "
+            f"({RECORD_GLOB} in {', '.join(f'{d}/' for d in RECORD_DIRS)} or here); per-token files (prime-rl's "
+            "token_exports/step_N/rank_R.jsonl, slime's train_data/N.pt); TRL's completions/completions_N.parquet; "
+            "verl's rollout dumps (N.jsonl in rollout_data_dir/, rollout_data/ or rollouts/)")

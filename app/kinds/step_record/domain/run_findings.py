@@ -41,7 +41,7 @@ TIED_SHARE = 0.5
 TRUNCATED_SHARE = 0.2
 SPIKE_FACTOR, SPIKE_WINDOW, SPIKE_FLOOR = 5.0, 10, 1e-3
 FALL_SHARE = 0.5
-CLIP_NAMES = ("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean")
+CLIP_NAMES = ("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_fraction")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ def _clip_series(log: RunLog) -> tuple[str, list[tuple[int, float]]] | None:
     if "clip_ratio/low_mean" in log.metrics and "clip_ratio/high_mean" in log.metrics:
         low, high = dict(log.series("clip_ratio/low_mean")), dict(log.series("clip_ratio/high_mean"))
         return "clip_ratio/low_mean + high_mean", [(s, low[s] + high[s]) for s in low if s in high]
+    if "clip_fraction" in log.metrics:  # UNIPO's canonical files' name
+        return "clip_fraction", list(log.series("clip_fraction"))
     return None
 
 

@@ -10,43 +10,46 @@ The frameworks' per-token files beside it (engine/token_run.py: prime-rl's token
 per-step metrics of the run (`tokens/…`), kept beside the run's file. A directory with those and no
 trainer_state.json is a run all the same: its stored file is those numbers in trainer_state.json's shape. What the
 readers made of a directory's files is kept (domain/run_index.py): opened again with the same files, it reads none.
+
+Two more kinds of run open with no trainer_state.json: UNIPO's canonical files (domain/unipo_run.py: a file, or a
+directory holding such *.json files; every entry's metrics are the run's log, each entry holding prompts one step
+record), and a directory of step records alone (the verl snippet's records/, the recorder's step-records/, or the
+records themselves), whose log is the records' own metrics at their steps. `OpenedRun.origin` says which.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
-from app.domain.catalog import CatalogEntry
-from app.domain.uploads import UploadRejected
-from app.kinds.step_record.domain.opening import KIND_ID
 from app.kinds.step_record.domain.run_dir import (
+    STATE,
     NoRunLog,
     completion_files,
     find_step_records,
     find_trainer_state,
+    nothing_to_open,
     run_root,
 )
 from app.kinds.step_record.domain.run_index import ReadIndex, fingerprint, step_keys
-from app.kinds.step_record.domain.run_log import RunLog
+from app.kinds.step_record.domain.run_log import RunLog, RunLogError
 from app.kinds.step_record.domain.run_store import RunStore
 from app.kinds.step_record.domain.token_exports import find_token_exports
 from app.kinds.step_record.domain.trl_completions import CompletionsRead, read_completions_dir
+from app.kinds.step_record.domain.unipo_run import UnipoRun, is_unipo_file, read_unipo_run, unipo_files
 from app.kinds.step_record.domain.verl_rollouts import read_rollouts_dir, rollout_files
+from app.kinds.step_record.engine.record_linking import (
+    LinkedRecord,
+    OnRecord,
+    Uploads,
+    record_metrics,
+    store_record_files,
+    store_unipo_records,
+)
 from app.kinds.step_record.engine.token_run import TokenRun, as_trainer_state, read_token_run
 
-
-class Uploads(Protocol):
-    def add(self, raw: bytes, filename: str = ...) -> tuple[CatalogEntry, bool]: ...
-
-
-@dataclass(frozen=True)
-class LinkedRecord:
-    step: int
-    path: str
-    entry: CatalogEntry
-    created: bool
+RECORDS_ORIGIN = "the step records' own metrics (what the framework logged at each recorded step, as each record " \
+                 "carries it)"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class OpenedRun:
     completions: CompletionsRead | None = None  # TRL's completions/*.parquet read, when the directory has any
     indexed: bool = False  # the per-token and per-sample numbers came from the index: no file of theirs was read
     rollouts: CompletionsRead | None = None  # verl's rollout_data_dir/{step}.jsonl read, when the directory has any
+    origin: str = ""  # what the logged metrics are when no trainer logged them: UNIPO's file(s), or the records'
+    unipo: tuple[UnipoRun, ...] = ()  # the UNIPO canonical files read, when the run is theirs
 
     @property
     def unlogged(self) -> tuple[int, ...]:
@@ -70,11 +75,9 @@ class OpenedRun:
         return tuple(s for s in self.recorded if s not in logged)
 
 
-def _step_of(entry: CatalogEntry) -> int | None:
-    payload: Any = entry.payload
-    if entry.kind != KIND_ID or payload is None:
-        return None
-    return int(payload.run.step)
+# The index entry's name for the per-token readers' numbers: bumped whenever they compute more, so a directory
+# indexed by an older reader is read again (2: the IS correction's effect on the gradient, engine/is_effect.py).
+TOKENS_INDEX = "tokens-2"
 
 
 def _tokens(root: Path, index: ReadIndex) -> tuple[TokenRun, bool]:
@@ -83,12 +86,12 @@ def _tokens(root: Path, index: ReadIndex) -> tuple[TokenRun, bool]:
     files = fingerprint(root, (e.path for e in find_token_exports(root)))
     if not files:
         return TokenRun({}, (), 0, ()), False
-    kept = index.get(root, "tokens", files)
+    kept = index.get(root, TOKENS_INDEX, files)
     if kept is not None:
         return TokenRun(step_keys(kept["metrics"]), tuple(kept["sources"]), int(kept["files"]), ()), True
     run = read_token_run(root)
     if not run.refused:  # a refusal is read again each time: the file may be fixed, or be readable, the next time
-        index.put(root, "tokens", files, {"metrics": run.metrics, "sources": list(run.sources), "files": run.files})
+        index.put(root, TOKENS_INDEX, files, {"metrics": run.metrics, "sources": list(run.sources), "files": run.files})
     return run, False
 
 
@@ -136,20 +139,28 @@ def _read_files(root: Path, index: ReadIndex) -> _Read:
     return _Read(tokens, samples, rollouts, indexed)
 
 
-def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex | None = None) -> OpenedRun:
+def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex | None = None,
+                 on_record: OnRecord | None = None) -> OpenedRun:
     """Store the run at `path` (an output directory, a checkpoint's, or a trainer_state.json) and the step records
     beside it. Raises NoRunLog / OSError for no state file, RunLogError or RunRefused when the run is refused.
-    `index`: where what the readers made of the files is kept (default: the run store's index/ folder)."""
+    `index`: where what the readers made of the files is kept (default: the run store's index/ folder).
+    `on_record`: told of each step record as it is stored, whole (a UNIPO run's are kept without their payload)."""
     index = index or ReadIndex(runs.root / "index")
+    if path.is_file() and path.name != STATE and is_unipo_file(path):
+        return _open_unipo(path, (path,), runs, uploads, on_record)
     read: _Read | None = None
     try:
         state = find_trainer_state(path)
     except NoRunLog:
         if not path.is_dir():
             raise
+        if unipo := unipo_files(path):
+            return _open_unipo(path, unipo, runs, uploads, on_record)
         read = _read_files(path, index)
         if not read.files:
-            raise
+            if records := find_step_records(path, alone=True):
+                return _open_records_alone(path, records, runs, uploads, on_record)
+            raise NoRunLog(nothing_to_open(path)) from None
         if not read.metrics:  # every file refused: nothing to open, and the first refusal says why
             where, why = read.refused[0]
             raise NoRunLog(f"{path}: no trainer_state.json, and no per-token or per-sample file could be read: "
@@ -165,28 +176,86 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
             runs.add_derived(ident, read.metrics)
     log = runs.get(ident)
     assert log is not None
-    linked: list[LinkedRecord] = []
     refused: list[tuple[str, str]] = list(read.tokens.refused)  # the token reader names files in full already
     refused.extend((str(root / where), why) for where, why in (*read.samples.refused, *read.rollouts.refused))
-    for record_path in find_step_records(root):
-        try:
-            entry, stored = uploads.add(record_path.read_bytes(), record_path.name)
-        except UploadRejected as exc:
-            refused.append((str(record_path), f"refused ({exc.status}): {exc}"))
-            continue
-        except OSError as exc:
-            refused.append((str(record_path), f"cannot be read: {exc.strerror or exc}"))
-            continue
-        step = _step_of(entry)
-        if step is None:
-            refused.append((str(record_path), "not a GRPO step record (stored as an upload, not linked to the run)"))
-            continue
-        linked.append(LinkedRecord(step, str(record_path), entry, stored))
-    linked.sort(key=lambda r: r.step)
+    linked, refused_records = store_record_files(find_step_records(root), uploads, on_record)
+    refused.extend(refused_records)
     recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
     return OpenedRun(ident, created, str(state), log, tuple(linked), recorded, tuple(refused),
                      read.tokens if read.tokens.files else None, read.samples if read.samples.files else None,
                      read.indexed, read.rollouts if read.rollouts.files else None)
+
+
+def _open_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Uploads,
+                on_record: OnRecord | None) -> OpenedRun:
+    """A run of UNIPO canonical files: every entry's metrics its log (each file read whole first, so a file refused
+    stores nothing), then each entry holding prompts stored as a step record and linked. A file refused leaves the
+    others open; every file refused refuses the run (RunLogError, the first file's path and field)."""
+    read: list[UnipoRun] = []
+    refused: list[tuple[str, str]] = []
+    errors: list[RunLogError] = []
+    metrics: dict[int, dict[str, float]] = {}
+    for file in files:
+        try:
+            run = read_unipo_run(file)
+        except RunLogError as exc:
+            errors.append(exc)
+            refused.append((str(file), f"{exc.path}: {exc.message} (nothing of this file stored)"))
+            continue
+        except OSError as exc:
+            refused.append((str(file), f"cannot be read: {exc.strerror or exc}"))
+            continue
+        if clash := _clash(metrics, run.metrics):
+            refused.append((str(file), f"{clash} (nothing of this file stored)"))
+            continue
+        read.append(run)
+        metrics = _joined(metrics, run.metrics)
+    if not read:
+        if errors:
+            raise errors[0]
+        raise NoRunLog(f"{path}: no UNIPO canonical file could be read: {refused[0][0]}: {refused[0][1]}")
+    names = ", ".join(r.path.name for r in read)
+    origin = f"UNIPO canonical JSON ({names})"
+    ident, created = runs.add(as_trainer_state(metrics, (origin,)), str(path))
+    linked: list[LinkedRecord] = []
+    for run in read:
+        stored, refused_records = store_unipo_records(run, uploads, on_record)
+        linked.extend(stored)
+        refused.extend(refused_records)
+    return _opened(ident, created, path, runs, linked, refused, origin, tuple(read))
+
+
+def _open_records_alone(path: Path, records: tuple[Path, ...], runs: RunStore, uploads: Uploads,
+                        on_record: OnRecord | None) -> OpenedRun:
+    """A directory of step records and nothing else: each stored, and their own metrics (what the framework logged
+    at each recorded step) the run's log. A step recorded twice keeps its last record's (name order), as its link."""
+    linked, refused = store_record_files(records, uploads, on_record)
+    if not linked:
+        where, why = refused[0]
+        raise NoRunLog(f"{path}: no step record here could be read ({len(refused)} refused): {where}: {why}")
+    metrics = {r.step: record_metrics(r.entry) for r in sorted(linked, key=lambda r: (r.step, r.path))}
+    ident, created = runs.add(as_trainer_state(metrics, (RECORDS_ORIGIN,)), str(path))
+    return _opened(ident, created, path, runs, linked, refused, RECORDS_ORIGIN)
+
+
+def _opened(ident: str, created: bool, path: Path, runs: RunStore, linked: list[LinkedRecord],
+            refused: list[tuple[str, str]], origin: str, unipo: tuple[UnipoRun, ...] = ()) -> OpenedRun:
+    log = runs.get(ident)
+    assert log is not None
+    linked.sort(key=lambda r: r.step)
+    recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
+    return OpenedRun(ident, created, str(path), log, tuple(linked), recorded, tuple(refused), origin=origin,
+                     unipo=unipo)
+
+
+def _clash(have: dict[int, dict[str, float]], more: dict[int, dict[str, float]]) -> str:
+    """Two UNIPO files of one directory disagreeing on a metric at a step: they are not one run's."""
+    for step, values in more.items():
+        for name, value in values.items():
+            if name in have.get(step, {}) and have[step][name] != value:
+                return (f"step {step}: {name} = {value!r} disagrees with {have[step][name]!r} in an earlier file of "
+                        "this directory")
+    return ""
 
 
 def _joined(*parts: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:

@@ -4,7 +4,10 @@ from the command line.
 A run (issue 34) is a TRL output directory or its trainer_state.json: it goes into the run store of the
 same data directory (content-addressed, DATA_DIR/runs), the recorder's step records beside it (step-records/
 or records/) into the upload store, linked to their steps, and the command prints the findings, each record's
-checks and the explorer's URL. Anything else is one file for the upload store:
+checks and the explorer's URL. A UNIPO canonical file is a run too (every entry's metrics its log, each entry
+holding prompts a linked record) unless exactly one of its entries holds prompts and it fits one upload: that
+file opens as the one step record it is, as before (open its directory to see it as a run). A directory of
+UNIPO files, or of step records alone, is a run. Anything else is one file for the upload store:
 
 The file goes into the same upload store the server reads (DATA_DIR or DATABASE_URL: same quota,
 same refusals by field path, a link that lasts); the command prints its URL and, for a record, what
@@ -17,12 +20,15 @@ import sys
 from pathlib import Path
 
 from app.domain.uploads import UploadRejected, UploadStore
+from app.kinds.step_record.domain.opening import MAX_RECORD_BYTES
 from app.kinds.step_record.domain.run_dir import STATE, NoRunLog
 from app.kinds.step_record.domain.run_findings import findings
 from app.kinds.step_record.domain.run_log import RunLogError
 from app.kinds.step_record.domain.run_store import RunRefused
+from app.kinds.step_record.domain.unipo_run import is_unipo_file, opens_as_run
 from app.kinds.step_record.engine.checks import checks, unchecked
 from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.record_linking import LinkedRecord
 from app.kinds.step_record.engine.run_opening import open_run_dir
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.web.run_cli import describe
@@ -38,7 +44,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path,
                         help="a GRPO step record (*.json, docs/reference/step-record.md), a snapshot, or a run: "
-                             "a TRL output directory or its trainer_state.json")
+                             "a TRL output directory or its trainer_state.json, a UNIPO canonical file of several "
+                             "recorded entries or a directory of them, a directory of step records")
     parser.add_argument("--serve", action="store_true", help="then serve the app (python -m app)")
     parser.add_argument("--host", help="where the printed URL points, and --serve binds (env HOST)")
     parser.add_argument("--port", type=int, help="as --host (env PORT)")
@@ -81,8 +88,13 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
     except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    checked: dict[str, list[str]] = {}  # each record's checks, made as it is stored (a UNIPO run keeps no payload)
+
+    def check(linked: LinkedRecord) -> None:
+        checked[linked.entry.id] = summary(linked.entry)
+
     try:
-        opened = open_run_dir(path, store_for(settings), uploads)
+        opened = open_run_dir(path, store_for(settings, uploads.backend), uploads, on_record=check)
     except (NoRunLog, OSError, StoreUnavailable) as exc:  # no run there, or the upload store went away mid-way
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -96,6 +108,12 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
         uploads.close()
     stored = 'stored' if opened.created else 'already stored'
     print(f"{stored} run {opened.id}: {describe(opened.log, opened.state_path)}")
+    if opened.origin:
+        print(f"no trainer log: the run's metrics are {opened.origin}")
+    for u in opened.unipo:
+        print(f"UNIPO canonical JSON {u.path.name}: {u.entries} entries, {len(u.recorded)} "
+              f"{'using the blueprint or ' if u.blueprint is not None else ''}holding prompts (each a step record)"
+              + (f"; metrics named {', '.join(u.renamed)} kept as unipo/…" if u.renamed else ""))
     if opened.indexed:
         print("per-token and per-sample files unchanged since they were read: their numbers come from the index "
               "(DATA_DIR/runs/index), no file read again")
@@ -118,7 +136,7 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
     for r in opened.records:
         print(f"recorded step {r.step}: {'stored' if r.created else 'already stored'} as {r.entry.id} "
               f"({Path(r.path).name})")
-        for line in summary(r.entry):
+        for line in checked.get(r.entry.id) or summary(r.entry):
             print(f"  {line}")
     if opened.unlogged:
         print(f"note: recorded step{'s' if len(opened.unlogged) > 1 else ''} "
@@ -129,12 +147,20 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
     return 1 if opened.refused else 0
 
 
+def _unipo_run(path: Path) -> bool:
+    """A UNIPO canonical file that is a run, not one step record (domain/unipo_run.py opens_as_run)."""
+    try:
+        return path.is_file() and is_unipo_file(path) and opens_as_run(path, MAX_RECORD_BYTES)
+    except OSError:
+        return False  # the reading below says why
+
+
 def main(argv: list[str], cli: Cli) -> int:
     """The record kind's `open` subcommand: store the file as the server would, print its link and
     checks, then (with --serve) start the server through `cli.serve`."""
     args = parse_args(argv)
     settings = Settings(**{k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None})
-    if args.file.is_dir() or args.file.name == STATE:
+    if args.file.is_dir() or args.file.name == STATE or _unipo_run(args.file):
         status = open_run(args.file, settings, cli)
         if status == 0 and args.serve:
             return cli.serve(["--host", settings.host, "--port", str(settings.port)])
