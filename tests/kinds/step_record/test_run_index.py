@@ -119,3 +119,22 @@ def test_a_refusal_is_said_again_on_every_opening(tmp_path, capsys, data_dir):
         _, err, _ = opened(capsys, tmp_path / "out", code=1)
         assert str(bad) in err and "(step 2 left out)" in err
     assert not list((data_dir / "runs" / "index").glob("tokens-*.json"))
+
+
+def test_an_entry_written_by_an_older_token_reader_is_read_again(tmp_path, capsys, data_dir):
+    """The per-token readers learned the IS correction's gradient effect (tokens/is_grad/...): a directory indexed
+    before, under the old entry name, is read again, so its run gains them instead of opening without them."""
+    out_dir = tmp_path / "out"
+    prime_run(out_dir)
+    opened(capsys, out_dir)
+    index = run_opening.ReadIndex(data_dir / "runs" / "index")
+    files = run_opening.fingerprint(out_dir, (e.path for e in run_opening.find_token_exports(out_dir)))
+    newest = index.get(out_dir, run_opening.TOKENS_INDEX, files)
+    assert newest is not None and any("/is_grad/" in k for v in newest["metrics"].values() for k in v)
+    stale = {**newest, "metrics": {s: {k: v for k, v in m.items() if "/is_grad/" not in k}
+                                   for s, m in newest["metrics"].items()}}
+    index.put(out_dir, "tokens", files, stale)  # what the reader before kept, under its name
+    index.root.joinpath(index._path(out_dir, run_opening.TOKENS_INDEX).name).unlink()
+    again, _, _ = opened(capsys, out_dir)
+    assert not any("from the index" in line or "unchanged since" in line for line in again)
+    assert index.get(out_dir, run_opening.TOKENS_INDEX, files) == newest

@@ -13,6 +13,9 @@ silent where the run has none, and each is tested on a run built to trigger it a
   that is not there (masked tokens carry no rollout log-prob).
 - low_signal: `tokens/carry_gradient` < SIGNAL_SHARE (50 %) at some step: said with where the rest went
   (advantage 0: tied groups; the framework's IS mask).
+- gradient_masked: an IS mask at [1/C, C] (token- or sequence-level, engine/is_effect.py) would zero the tokens that
+  hold ≥ DROP_SHARE (10 %) of the uncorrected gradient's mass at some step: said with the worst step and level, the
+  other level's share there, and what the masked gradient's norm and direction become.
 """
 from __future__ import annotations
 
@@ -20,11 +23,13 @@ import math
 
 from app.kinds.step_record.domain.run_findings import Finding, _num, _pct
 from app.kinds.step_record.domain.run_log import RunLog
-from app.kinds.step_record.domain.token_stats import IS_THRESHOLD
+from app.kinds.step_record.domain.token_stats import IS_GRAD_METRIC, IS_THRESHOLD
 
 BAND_SHARE = 0.01
 BLIND_FACTOR, BLIND_FLOOR = 10.0, 0.01
 SIGNAL_SHARE = 0.5
+DROP_SHARE = 0.1
+MASKS = {"token_mask": "token-level", "sequence_mask": "sequence-level"}
 
 
 def _at(log: RunLog, name: str) -> dict[int, float]:
@@ -88,6 +93,37 @@ def low_signal(log: RunLog) -> list[Finding]:
         tuple(n for n in ("tokens/carry_gradient", "tokens/zero_advantage", "tokens/is_masked") if n in log.metrics))]
 
 
-TOKEN_RULES = (mismatch_band, mask_blind, low_signal)
+def gradient_masked(log: RunLog) -> list[Finding]:
+    dropped = {mode: _at(log, IS_GRAD_METRIC.format(mode=mode, stat="dropped_share")) for mode in MASKS}
+    over = [(v, s, mode) for mode, shares in dropped.items() for s, v in shares.items() if v >= DROP_SHARE]
+    if not over:
+        return []
+    share, step, mode = max(over, key=lambda x: (x[0], -x[1]))
+    other = next(m for m in MASKS if m != mode)
+    beside = dropped[other].get(step)
+    tail = f"; the {MASKS[other]} mask {_pct(beside)}" if beside is not None else ""
+    norm = _at(log, IS_GRAD_METRIC.format(mode=mode, stat="norm_ratio")).get(step)
+    cosine = _at(log, IS_GRAD_METRIC.format(mode=mode, stat="cosine")).get(step)
+    became = ""
+    if norm == 0:
+        became = " Nothing of the step's gradient would be left."
+    elif norm is not None:
+        became = f" What it keeps would be {_num(norm)} × as long as the uncorrected gradient" + (
+            f", at cosine {_num(cosine)} to it." if cosine is not None else ".")
+    steps_over = len({s for _, s, _ in over})
+    level = ("each token on its own ratio" if mode == "token_mask"
+             else "a whole sequence on the product of its token ratios, TRL's sequence_mask")
+    names = tuple(IS_GRAD_METRIC.format(mode=m, stat=stat) for m in MASKS
+                  for stat in ("dropped_share", "norm_ratio", "cosine"))
+    return [Finding("gradient_masked", (
+        f"At step {step}, a {MASKS[mode]} importance-sampling mask at [{1 / IS_THRESHOLD:g}, {IS_THRESHOLD:g}] "
+        f"({level}) would drop {_pct(share)} of the uncorrected gradient (its Σ|∂loss/∂log π| over trained "
+        f"tokens, recomputed){tail}.{became} {steps_over} of "
+        f"{len(set().union(*dropped.values()))} steps had a mask drop at least {_pct(DROP_SHARE)}."), (step,),
+        {"worst_step": step, "worst_share": share, "steps_over": steps_over},
+        tuple(n for n in names if n in log.metrics))]
 
-__all__ = ["BAND_SHARE", "BLIND_FACTOR", "BLIND_FLOOR", "SIGNAL_SHARE", "TOKEN_RULES"]
+
+TOKEN_RULES = (mismatch_band, mask_blind, low_signal, gradient_masked)
+
+__all__ = ["BAND_SHARE", "BLIND_FACTOR", "BLIND_FLOOR", "DROP_SHARE", "SIGNAL_SHARE", "TOKEN_RULES"]

@@ -33,6 +33,8 @@ from app.kinds.step_record.domain.token_exports import TokenSequence
 
 IS_THRESHOLD = 2.0  # C: verl / slime / ms-swift's default rollout IS threshold; the band is [1/C, C]
 PREFIX = "tokens/"
+# what an IS correction does to the step's gradient (engine/is_effect.py computes them; a rule and the words read them)
+IS_GRAD_METRIC = PREFIX + "is_grad/{mode}/{stat}"
 
 
 class StepTokens:
@@ -47,6 +49,7 @@ class StepTokens:
         self._is_masked: list[np.ndarray] = []
         self._has_is_mask = False
         self._seq_geo: list[float] = []
+        self._lengths: list[int] = []  # each sequence's trained tokens with a finite d, in order (is_effect.py)
         self.truncated: int | None = None
         self.nonfinite = 0
 
@@ -62,6 +65,7 @@ class StepTokens:
         self.nonfinite += int((~finite).sum())
         self._d.append(d[finite])
         self._adv.append(seq.advantages[m][finite])
+        self._lengths.append(int(finite.sum()))
         if seq.entropy is not None:
             self._entropy.append(seq.entropy[m])
         if seq.is_masked is not None:
@@ -73,6 +77,13 @@ class StepTokens:
             self._seq_geo.append(float(np.mean(d[finite])))
         if seq.truncated is not None:
             self.truncated = (self.truncated or 0) + int(seq.truncated)
+
+    def trained(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The step's trained tokens as kept: d, advantages (sequences back to back) and each sequence's count."""
+        empty = np.zeros(0)
+        d = np.concatenate(self._d) if self._d else empty
+        adv = np.concatenate(self._adv) if self._adv else empty
+        return d, adv, np.asarray(self._lengths, dtype=np.int64)
 
     def metrics(self) -> dict[str, float]:
         """The step's numbers, each under `tokens/`; a number with nothing to be computed from is left out."""
@@ -111,4 +122,4 @@ class StepTokens:
         return {PREFIX + k: float(v) for k, v in out.items()}
 
 
-__all__ = ["IS_THRESHOLD", "PREFIX", "StepTokens"]
+__all__ = ["IS_GRAD_METRIC", "IS_THRESHOLD", "PREFIX", "StepTokens"]

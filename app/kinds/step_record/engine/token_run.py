@@ -3,7 +3,9 @@
 The numbers of each step (token_stats.py) join the run's logged metrics as metrics of their own (`tokens/…`), so
 the explorer draws, zooms and links them as it does TRL's. A run directory with no trainer_state.json (prime-rl and
 slime log to W&B, not to a file) is opened from them alone: `as_trainer_state` writes them in trainer_state.json's
-shape, and that document is the run's stored file (content-addressed as any).
+shape, and that document is the run's stored file (content-addressed as any). Beside them, what each IS correction
+would do to the step's gradient (`tokens/is_grad/…`, is_effect.py), from the same step's arrays, recomputed by the
+shared token-level engine while the step is in memory.
 
 A file refused (domain/token_exports.py and slime_dump.py name its path and field) leaves its whole step out: a
 step from some of its ranks would be a different batch's statistics under the step's name.
@@ -23,6 +25,7 @@ from app.kinds.step_record.domain.token_exports import (
     read_prime_rl,
 )
 from app.kinds.step_record.domain.token_stats import StepTokens
+from app.kinds.step_record.engine.is_effect import TrainedTokens, is_effect_metrics
 from app.kinds.step_record.engine.slime_dump import read_slime
 
 
@@ -60,7 +63,7 @@ def read_token_run(root: Path, label: Callable[[Path], str] = str) -> TokenRun:
             refused.append((label(export.path), f"cannot be read: {exc.strerror or exc} (step {step} left out)"))
             continue
         if acc.sequences:
-            metrics[step] = acc.metrics()
+            metrics[step] = acc.metrics() | is_effect_metrics(TrainedTokens(*acc.trained()))
     return TokenRun(metrics, tuple(sorted({e.source for e in exports})), len(exports), tuple(refused))
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.kinds.step_record.domain.token_stats import IS_GRAD_METRIC, IS_THRESHOLD
+
 MISMATCH, SIGNAL, SAMPLES = "Train/inference mismatch (per token)", "Gradient signal (per token)", "Samples (per row)"
-SECTIONS = ("Diagnostics", MISMATCH, SIGNAL, "Rewards", "Completion lengths", SAMPLES, "Optimiser", "Other")
+IS_GRAD = "What IS correction does to the gradient (per token)"
+SECTIONS = ("Diagnostics", MISMATCH, IS_GRAD, SIGNAL, "Rewards", "Completion lengths", SAMPLES, "Optimiser", "Other")
 
 WORDS: dict[str, tuple[str, str]] = {
     "frac_reward_zero_std": ("Diagnostics", "Share of groups whose G rewards were all equal: their advantages are 0, "
@@ -45,6 +48,19 @@ WORDS: dict[str, tuple[str, str]] = {
     "num_tokens": ("Optimiser", "Tokens seen so far (prompts and completions)."),
     "epoch": ("Optimiser", "Epochs of the training set so far."),
     "step_time": ("Optimiser", "Seconds the step took."),
+}
+# UNIPO's canonical files (poloclub/unipo, docs/canonical_schema.json: every entry's `metrics` holds at least
+# policy_objective and reward); its reward, reward_std, kl and learning_rate share TRL's names and words above.
+WORDS |= {
+    "policy_objective": ("Optimiser", "UNIPO's policy objective J for the update (the loss is its negative): near 0 "
+                                      "by construction when advantages are centred."),
+    "policy_loss": ("Optimiser", "The policy loss of the update (UNIPO: minus the policy objective)."),
+    "clip_fraction": ("Diagnostics", "Share of tokens whose ratio ρ was clipped (outside [1 − ε, 1 + ε] on the side "
+                                     "the advantage pushes). 0 whenever ρ = 1 (one update per batch)."),
+    "advantage_mean": ("Rewards", "Mean advantage over the update's completions: about 0 when each group's rewards "
+                                  "are centred."),
+    "advantage_std": ("Rewards", "Standard deviation of the advantages over the update's completions."),
+    "response_length": ("Completion lengths", "Mean response length in tokens."),
 }
 # Derived by this app from the frameworks' per-token files (domain/token_stats.py says how and why), trained
 # tokens only (the loss mask applied) unless the name says otherwise.
@@ -87,6 +103,28 @@ WORDS |= {
     "samples/unscorable_share": (SAMPLES, "Share of completions no reward function scored (None, NaN)."),
     "samples/completion_chars_mean": (SAMPLES, "Mean completion length in characters (the file holds no tokens)."),
 }
+# engine/is_effect.py: each correction recomputed on the step's trained tokens, against none (ρ = π_trainer/π_rollout;
+# Πρ: the product over a sequence's trained tokens). mode -> (name, its weight, where its bound binds)
+_C, _LOW = f"{IS_THRESHOLD:g}", f"{1 / IS_THRESHOLD:g}"
+_CORRECTIONS = {
+    "token_truncate": ("truncated IS per token", f"weight min(ρ, {_C}), TIS", f"ρ > {_C}"),
+    "token_mask": ("masked IS per token", f"weight ρ, 0 outside [{_LOW}, {_C}]", f"ρ outside [{_LOW}, {_C}]"),
+    "sequence_truncate": ("truncated IS per sequence", f"each token weighted min(Πρ, {_C}) of its sequence",
+                          f"their sequence's Πρ > {_C}"),
+    "sequence_mask": ("masked IS per sequence", f"each token weighted Πρ of its sequence, 0 outside [{_LOW}, {_C}]",
+                      f"their sequence's Πρ outside [{_LOW}, {_C}]"),
+}
+for _mode, (_name, _weight, _bound) in _CORRECTIONS.items():
+    _share, _does = ("dropped_share", "sets to 0") if _mode.endswith("mask") else ("capped_share", f"caps at {_C}")
+    WORDS |= {
+        IS_GRAD_METRIC.format(mode=_mode, stat="norm_ratio"): (IS_GRAD, (
+            f"Length of the step's gradient ∂loss/∂log π under {_name} ({_weight}) over its length with no "
+            "correction, recomputed: 1 is the same size.")),
+        IS_GRAD_METRIC.format(mode=_mode, stat="cosine"): (IS_GRAD, (
+            f"Cosine between the gradient under {_name} and the uncorrected one: 1 is the same direction.")),
+        IS_GRAD_METRIC.format(mode=_mode, stat=_share): (IS_GRAD, (
+            f"Share of the uncorrected gradient's mass Σ|∂loss/∂log π| on the tokens {_name} {_does} ({_bound}).")),
+    }
 _REWARD_FUNC = re.compile(r"rewards/(?P<name>[^/]+)/(?P<stat>mean|std)\Z")
 
 
