@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser_helpers import axe_blocking, describe
 from paths import ROOT
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
+from run_browser import NO_SIDEWAYS_SCROLL, SIZES, bad_requests, example_run_url, shoot, top_in_view
 
 from app.kinds.step_record.examples import RUN_EXAMPLE
 from app.views.numbers import significant
@@ -20,36 +20,12 @@ from app.views.numbers import significant
 pytestmark = pytest.mark.browser
 
 SHOTS = ROOT / "test-output" / "screenshots" / "run"
-SIZES = {"phone": (390, 844), "laptop": (1280, 720), "desktop": (1920, 1080)}
-NO_SIDEWAYS_SCROLL = "() => document.scrollingElement.scrollWidth <= window.innerWidth"
 KL = {e["step"]: e["kl"] for e in json.loads(RUN_EXAMPLE.read_text())["log_history"] if "kl" in e}
 
 
 @pytest.fixture(scope="module")
 def run_url(base_url) -> str:
-    r = httpx.post(base_url + "/api/runs/examples/trl", timeout=120)
-    assert r.status_code in (200, 201), r.text
-    return r.json()["url"]
-
-
-def bad_requests(page: Page, base_url: str) -> list[str]:
-    bad: list[str] = []
-    page.on("requestfailed", lambda req: bad.append(f"failed: {req.url}"))
-    page.on("response", lambda res: res.status >= 400 and bad.append(f"{res.status}: {res.url}"))
-    page.on("request", lambda req: req.url.startswith((base_url + "/", "data:", "about:"))
-            or bad.append(f"another host: {req.url}"))
-    return bad
-
-
-def in_view(page: Page, selector: str) -> bool:
-    return page.evaluate("""(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
-        return r.top >= -1 && r.top < window.innerHeight - 40; }""", selector)
-
-
-def shoot(page: Page, name: str, size: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}-{size}.png"), caret="initial")
-    page.screenshot(path=str(SHOTS / f"{name}-{size}-full.png"), full_page=True, caret="initial")
+    return example_run_url(base_url)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -59,18 +35,18 @@ def test_findings_first_a_finding_selects_its_step_and_zoom_shows_every_point(ma
     bad = bad_requests(page, base_url)
     page.goto(run_url)
     expect(page.locator("h1")).to_have_text("A GRPO run: 120 logged steps")
-    assert in_view(page, "#findings-title") and in_view(page, "#run-findings li.finding")
+    assert top_in_view(page, "#findings-title") and top_in_view(page, "#run-findings li.finding")
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
     expect(page.locator("figure.run-chart")).to_have_count(27)
-    shoot(page, "whole", size)
+    shoot(page, SHOTS, "whole", size)
 
     page.locator("li.finding[data-rule='kl_spike'] a.finding-step").click()
     page.wait_for_url("**?step=115#selected-step")
-    assert in_view(page, "#selected-step"), "the selected step's table is where the link lands"
+    assert top_in_view(page, "#selected-step"), "the selected step's table is where the link lands"
     expect(page.locator(".run-step-table tr:has(code:text-is('kl')) td")).to_have_text(significant(KL[115], 5))
     expect(page.locator("figure[data-metric='kl'] a.run-dot.is-selected")).to_have_count(1)
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
-    shoot(page, "selected-115", size)
+    shoot(page, SHOTS, "selected-115", size)
 
     page.locator("input[name='from']").fill("100")
     page.locator("input[name='to']").fill("120")
@@ -80,7 +56,7 @@ def test_findings_first_a_finding_selects_its_step_and_zoom_shows_every_point(ma
     expect(kl.locator("a.run-dot")).to_have_count(21)
     expect(kl.locator(".run-chart-cut")).to_have_text("All 21 logged points.")
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
-    shoot(page, "zoomed-100-120", size)
+    shoot(page, SHOTS, "zoomed-100-120", size)
     assert not bad, bad
 
 
