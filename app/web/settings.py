@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     database_url: str | None = None  # holds a password, perhaps: never logged
     upload_quota_mb: int = Field(512, ge=1, le=1_048_576)
     upload_cache_mb: int = Field(64, ge=0, le=4096)
+    # A whole run sent from the browser or `POST /api/runs` as one archive: at most RUN_UPLOAD_MAX_MB as sent
+    # (413 past it, before the rest is read) and as unpacked, streamed to DATA_DIR/tmp, never held in memory.
+    run_upload_max_mb: int = Field(1024, ge=1, le=1_048_576)
     # Training runs (docs/explanation/jobs.md): rows in the same store (DATA_DIR's SQLite file or DATABASE_URL).
     # JOB_RUNNER: "process" (default) starts one runner process (`python -m app.worker`) beside each
     # web process; "off" (`--no-runner`) serves only, for replicas whose runs are computed by workers

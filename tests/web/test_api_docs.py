@@ -197,12 +197,14 @@ def test_known_names_are_the_documented_parameters(client, openapi):
              ("/api/processes/{process_id}", "post"), ("/api/processes/compare", "post"),  # POSTs start runs
              ("/api/walkthroughs/examples/{name}", "post"),  # and open a shipped example record
              ("/api/walkthroughs/{walkthrough_id}/smollm-step", "post"),
-             ("/api/runs/examples/trl", "post")}  # and store the shipped example run
+             ("/api/runs/examples/trl", "post"),  # and store the shipped example run
+             ("/api/runs", "post")}  # or a run sent as one archive
     # a recorded step's routes need a record: one is uploaded (tests/record_factory.py)
     upload = client.post("/api/walkthroughs", files={"file": ("r.json", json.dumps(make_record()), "application/json")})
     record_id = upload.json()["id"]
     run_url = "/api" + client.post("/api/runs/examples/trl").json()["url"]
     urls = {**URLS, "/api/schemas/step-record": "/api/schemas/step-record", "/api/runs/{run_id}": run_url,
+            "/api/runs/{run_id}/diff": run_url + "/diff",
             "/api/walkthroughs/{walkthrough_id}/record": f"/api/walkthroughs/{record_id}/record"}
     assert {(p, "get") for p in urls} | posts == operations
     for path, url in urls.items():

@@ -18,6 +18,7 @@ from snapshots import other_snapshot
 
 from app.engine.runtime.compute import LIMITER
 from app.house import create_app
+from app.kinds.step_record.web.run_upload_schemas import RunUploadBody
 from app.kinds.toy.web.schemas.compare import CompareBody
 from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
 from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
@@ -189,6 +190,8 @@ OK = [
     ("/api/walkthroughs/{walkthrough_id}/compare", "get", "200", CompareBody),
     ("/api/walkthroughs", "post", "201", UploadBody),
     ("/api/walkthroughs", "post", "200", UploadBody),
+    ("/api/runs", "post", "201", RunUploadBody),  # a run sent as one archive
+    ("/api/runs", "post", "200", RunUploadBody),
     ("/api/processes", "get", "200", ProcessesBody),
     ("/api/processes/{process_id}", "get", "200", ProcessRunBody),
     ("/api/processes/compare", "get", "200", ComparisonBody),
@@ -224,6 +227,7 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
     ("/api/processes/{process_id}", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/schemas/step-record", {"422": ValidationErrorBody}),
     ("/api/runs/{run_id}", {"404": ErrorBody, "422": ValidationErrorBody}),  # the run explorer's JSON
+    ("/api/runs/{run_id}/diff", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),  # two steps
     ("/api/walkthroughs/{walkthrough_id}/record", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                    "503": ErrorBody}),
     ("/api/processes/compare", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
@@ -339,6 +343,8 @@ REAL_ERRORS = [
     ("/api/schemas/step-record", "/api/schemas/step-record?version=2", 422),
     ("/api/runs/{run_id}", "/api/runs/0123456789abcdef", 404),
     ("/api/runs/{run_id}", "/api/runs/0123456789abcdef?zz=1", 422),  # an unknown parameter, before the lookup
+    ("/api/runs/{run_id}/diff", "/api/runs/0123456789abcdef/diff?a=1&b=2", 404),
+    ("/api/runs/{run_id}/diff", "/api/runs/0123456789abcdef/diff?a=x", 422),  # not a number, before the lookup
     ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/nope/record", 404),
     ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/toy_grpo/record?group=-1", 422),
     ("/api/processes/{process_id}", "/api/processes/nope", 404),

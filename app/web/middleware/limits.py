@@ -73,6 +73,9 @@ class BodyLimitMiddleware:
         return f"the request body is larger than {cap} bytes"
 
     def cap(self, scope: Scope) -> int:
+        own = _own_cap(scope)
+        if own is not None:
+            return own[0]
         return self.upload_max_bytes if (scope["method"], scope["path"]) in self.upload_routes else self.max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -123,7 +126,8 @@ class BodyLimitMiddleware:
             await self.refuse(scope, receive, send, cap)
 
     async def refuse(self, scope: Scope, receive: Receive, send: Send, cap: int) -> None:
-        message = self._too_large_message(cap)
+        own = _own_cap(scope)
+        message = own[1] if own is not None else self._too_large_message(cap)
         if scope["path"].startswith("/api") or scope["method"] != "POST":
             body = json.dumps({"error": message}).encode()
             await send({"type": "http.response.start", "status": 413, "headers": [
@@ -136,6 +140,20 @@ class BodyLimitMiddleware:
         response = render_error(Request(scope), 413, "Upload refused", message)
         response.headers["Connection"] = "close"
         await response(scope, receive, send)
+
+
+def allow_body(app: Any, method: str, path: str, max_bytes: int, message: str) -> None:
+    """A route of a kind's that takes a body of its own size (a whole run's archive: RUN_UPLOAD_MAX_MB), past
+    which its 413 says `message`. Called at install; read from the app's state at each request (scope["app"])."""
+    caps = getattr(app.state, "body_caps", None)
+    if caps is None:
+        caps = app.state.body_caps = {}
+    caps[(method, path)] = (max_bytes, message)
+
+
+def _own_cap(scope: Scope) -> tuple[int, str] | None:
+    caps = getattr(getattr(scope.get("app"), "state", None), "body_caps", None)
+    return caps.get((scope["method"], scope["path"])) if caps else None
 
 
 async def drain(receive: Receive, drained: int = 0) -> bool:
@@ -278,5 +296,5 @@ def uvicorn_options(max_header_bytes: int, keep_alive_s: int) -> dict[str, objec
             "h11_max_incomplete_event_size": max_header_bytes, "timeout_keep_alive": keep_alive_s}
 
 
-__all__ = ["BodyLimitMiddleware", "BodyTooLarge", "HeaderLimitProtocol", "MULTIPART_OVERHEAD",
+__all__ = ["BodyLimitMiddleware", "BodyTooLarge", "allow_body", "HeaderLimitProtocol", "MULTIPART_OVERHEAD",
            "drain", "uvicorn_options", "header_timeout_s"]

@@ -13,7 +13,7 @@ from app.kinds.step_record.domain.opening import KIND_ID, READER
 from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record
-from app.kinds.step_record.web import api, cli, examples, pages, run_cli, run_pages
+from app.kinds.step_record.web import api, cli, examples, pages, run_cli, run_diff_pages, run_pages, run_upload
 from app.web.kind import Kind
 from app.web.rendering import templates
 
@@ -24,6 +24,8 @@ def install(app: FastAPI) -> None:
     templates.env.globals["step_record_examples"] = EXAMPLES
     app.include_router(examples.router)
     run_pages.install(app)  # the run explorer (issue 34)
+    run_diff_pages.install(app)  # two of its recorded steps compared
+    run_upload.install(app)  # a whole run sent from the browser as one archive
 
 
 HERE = Path(__file__).resolve().parents[1]

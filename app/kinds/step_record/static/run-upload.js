@@ -1,0 +1,125 @@
+// The upload page's "Open a whole run" form (templates/step_record/upload_help.html), with script: the archive
+// goes to POST /api/runs as the raw body of an XMLHttpRequest (fetch reports no upload progress), whose upload
+// events feed the <progress> bar (percent and MB sent); then "Reading the run…" while the server unpacks and
+// opens it; then the run explorer. Without script the same form posts multipart to /runs/new, which answers a 303
+// to the explorer. Nothing here goes to another host.
+(function () {
+  "use strict";
+
+  function mb(bytes) {
+    return (bytes / 1048576).toFixed(bytes < 10485760 ? 1 : 0);
+  }
+
+  function show(el, text) {
+    el.textContent = text;
+    el.hidden = false;
+  }
+
+  function init() {
+    const form = document.getElementById("run-upload-form");
+    if (!form) return;
+    const input = form.querySelector("input[type=file]");
+    const button = form.querySelector("button[type=submit]");
+    const box = document.getElementById("run-upload-status");
+    const bar = document.getElementById("run-upload-bar");
+    const words = document.getElementById("run-upload-words");
+    const failure = document.getElementById("run-upload-error");
+    const maxBytes = Number(form.dataset.maxBytes);
+
+    function fail(text) {
+      box.hidden = true;
+      show(failure, text);
+      button.disabled = false;
+      input.setAttribute("aria-invalid", "true");
+    }
+
+    function refusedList(refused, url) {
+      // Stored, but some files were left out: say which before moving on (the explorer does not list them).
+      failure.textContent = "";
+      const p = document.createElement("p");
+      p.textContent = "The run is stored; " + refused.length + (refused.length === 1 ? " file was" : " files were") +
+        " left out:";
+      const list = document.createElement("ul");
+      for (const r of refused) {
+        const li = document.createElement("li");
+        const code = document.createElement("code");
+        code.textContent = r.path;
+        li.append(code, ": " + r.why);
+        list.append(li);
+      }
+      const link = document.createElement("a");
+      link.href = url;
+      link.className = "btn";
+      link.textContent = "Open the run explorer";
+      failure.append(p, list, link);
+      failure.hidden = false;
+      box.hidden = true;
+    }
+
+    function answered(xhr) {
+      let body = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch (e) {
+        body = null;
+      }
+      if ((xhr.status === 200 || xhr.status === 201) && body && body.url) {
+        if (body.refused && body.refused.length) {
+          refusedList(body.refused, body.url);
+          return;
+        }
+        words.textContent = "Opened: going to the run explorer…";
+        window.location.assign(body.url);
+        return;
+      }
+      const why = body && body.error ? body.error : "the server answered " + xhr.status;
+      fail("The run could not be opened (" + xhr.status + "): " + why);
+    }
+
+    form.addEventListener("submit", function (event) {
+      const file = input.files && input.files[0];
+      if (!file) return; // the browser's `required` says so
+      event.preventDefault();
+      failure.hidden = true;
+      input.removeAttribute("aria-invalid");
+      if (maxBytes && file.size > maxBytes) {
+        fail("This archive is " + mb(file.size) + " MB: this server opens runs of at most " + mb(maxBytes) +
+          " MB. Archive the run's logs and dumps without its checkpoints' weights.");
+        return;
+      }
+      button.disabled = true;
+      bar.max = 100;
+      bar.value = 0;
+      words.textContent = "0 % · 0 of " + mb(file.size) + " MB sent";
+      box.hidden = false;
+
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", form.dataset.api);
+      xhr.setRequestHeader("Content-Type", "application/octet-stream");
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", function (e) {
+        if (!e.lengthComputable) return;
+        const pct = Math.floor((100 * e.loaded) / e.total);
+        bar.value = pct;
+        words.textContent = pct + " % · " + mb(e.loaded) + " of " + mb(e.total) + " MB sent";
+      });
+      xhr.upload.addEventListener("load", function () {
+        bar.value = 100;
+        words.textContent = "100 % · " + mb(file.size) + " MB sent. Reading the run…";
+      });
+      xhr.addEventListener("load", function () {
+        answered(xhr);
+      });
+      xhr.addEventListener("error", function () {
+        fail("The upload stopped: the connection was closed before the server answered. Try again.");
+      });
+      xhr.send(file);
+    });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();
