@@ -190,6 +190,22 @@ def test_a_refused_record_is_named_by_its_path_in_the_archive(client):
     assert "run-uploads" not in r.text and [s.step for s in body.recorded] == [30, 60, 90, 120]
 
 
+def test_the_form_without_script_names_the_files_left_out_before_the_explorer(client):
+    """The explorer does not list an opening's refusals: the form's answer does, with the explorer one click away."""
+    files = [*example_files(), (f"{TOP}/step-records/step-7.grpo-step.json", b"{\"format\": 1}")]
+    r = client.post("/runs/new", files={"archive": ("run.zip", zip_of(files), "application/zip")})
+    assert r.status_code == 201 and r.headers["content-type"].startswith("text/html")
+    page = BeautifulSoup(r.text, "html.parser")
+    assert "1 file was left out" in page.h1.get_text(" ", strip=True)
+    (item,) = page.select("ul.run-upload-refused li")
+    assert item.code.get_text() == f"{TOP}/step-records/step-7.grpo-step.json" and "run-uploads" not in r.text
+    assert "4 recorded steps linked" in " ".join(page.get_text(" ").split())
+    assert page.find("a", id="run-upload-opened-explorer")["href"] == f"/runs/{EXAMPLE_ID}"
+    again = client.post("/runs/new", files={"archive": ("run.zip", zip_of(files), "application/zip")})
+    assert again.status_code == 200 and "1 file was left out" in again.text  # said at every opening
+    assert left_behind(client) == []
+
+
 def test_a_full_run_store_is_a_507(make_client, tmp_path):
     client = make_client(data_dir=tmp_path, upload_quota_mb=1)
     state = json.loads(RUN_EXAMPLE.read_text())

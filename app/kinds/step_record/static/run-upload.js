@@ -2,7 +2,7 @@
 // goes to POST /api/runs as the raw body of an XMLHttpRequest (fetch reports no upload progress), whose upload
 // events feed the <progress> bar (percent and MB sent); then "Reading the run…" while the server unpacks and
 // opens it; then the run explorer. Without script the same form posts multipart to /runs/new, which answers a 303
-// to the explorer. Nothing here goes to another host.
+// to the explorer (or a page naming the files left out). Nothing here goes to another host.
 (function () {
   "use strict";
 

@@ -38,10 +38,11 @@ from app.stores.uploads import StoreUnavailable
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.middleware.limits import MULTIPART_OVERHEAD, allow_body
-from app.web.rendering import render_error
+from app.web.rendering import render, render_error
 from app.web.schemas.errors import ErrorBody, ValidationErrorBody, error
 
 API_PATH, PAGE_PATH = "/api/runs", "/runs/new"
+OPENED = "step_record/run_opened.html"  # the form's answer when some files were left out
 STALE_S = 24 * 3600  # a folder left by a server killed mid-upload is removed at the next start after this long
 WHAT = ("a run directory archived: TRL's output_dir (trainer_state.json, step-records/, completions/), prime-rl's "
         "token_exports/, slime's train_data/ or verl's rollout_data_dir")
@@ -194,7 +195,8 @@ async def upload_run_api(request: Request, cat: CatalogDep) -> Response:
 
 @pages.post(PAGE_PATH)
 async def upload_run_page(request: Request, cat: CatalogDep) -> Response:
-    """The upload page's "Open a whole run" form without script: a multipart form, then the explorer."""
+    """The upload page's "Open a whole run" form without script: a multipart form, then the explorer (or, when
+    some files were left out, a page that names them and links the explorer)."""
     try:
         stored = await _receive_and_open(request, cat)
     except ArchiveRefused as exc:
@@ -203,6 +205,10 @@ async def upload_run_page(request: Request, cat: CatalogDep) -> Response:
         return render_error(request, 503, "Busy", f"The upload store cannot be reached just now ({exc}); try again.")
     except ClientDisconnect:
         return Response(status_code=400)  # the client left mid-upload: nobody reads this
+    if stored.refused:  # stored, but not whole: say which files were left out before the explorer, which cannot
+        return render(request, OPENED, OPENED, {"refused": stored.refused, "url": urls.run(stored.opened.id),
+                                                "recorded": len(stored.opened.recorded)},
+                      status_code=201 if stored.opened.created else 200)
     return RedirectResponse(urls.run(stored.opened.id), status_code=303)
 
 
