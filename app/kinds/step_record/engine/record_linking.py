@@ -18,6 +18,7 @@ from app.kinds.step_record.domain.unipo_run import UnipoRun, record_refusals, un
 
 class Uploads(Protocol):
     def add(self, raw: bytes, filename: str = ...) -> tuple[CatalogEntry, bool]: ...
+    def exists(self, ident: str) -> bool: ...  # a UNIPO run opened from the index links only uploads still stored
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ readers made of a directory's files is kept (domain/run_index.py): opened again 
 Two more kinds of run open with no trainer_state.json: UNIPO's canonical files (domain/unipo_run.py: a file, or a
 directory holding such *.json files; every entry's metrics are the run's log, each entry holding prompts one step
 record), and a directory of step records alone (the verl snippet's records/, the recorder's step-records/, or the
-records themselves), whose log is the records' own metrics at their steps. `OpenedRun.origin` says which.
+records themselves), whose log is the records' own metrics at their steps. `OpenedRun.origin` says which. A UNIPO
+run is indexed too: its metrics, and the upload id of each step record it linked, so a 1 GB file opened again reads
+no entry (while those uploads are still stored).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.domain.catalog import CatalogEntry
+from app.kinds.step_record.domain.opening import KIND_ID
 from app.kinds.step_record.domain.run_dir import (
     STATE,
     NoRunLog,
@@ -31,12 +35,12 @@ from app.kinds.step_record.domain.run_dir import (
     nothing_to_open,
     run_root,
 )
-from app.kinds.step_record.domain.run_index import ReadIndex, fingerprint, step_keys
+from app.kinds.step_record.domain.run_index import Fingerprint, ReadIndex, fingerprint, step_keys
 from app.kinds.step_record.domain.run_log import RunLog, RunLogError
 from app.kinds.step_record.domain.run_store import RunStore
 from app.kinds.step_record.domain.token_exports import find_token_exports
 from app.kinds.step_record.domain.trl_completions import CompletionsRead, read_completions_dir
-from app.kinds.step_record.domain.unipo_run import UnipoRun, is_unipo_file, read_unipo_run, unipo_files
+from app.kinds.step_record.domain.unipo_run import RENAMED, UnipoRun, is_unipo_file, read_unipo_run, unipo_files
 from app.kinds.step_record.domain.verl_rollouts import read_rollouts_dir, rollout_files
 from app.kinds.step_record.engine.record_linking import (
     LinkedRecord,
@@ -53,6 +57,20 @@ RECORDS_ORIGIN = "the step records' own metrics (what the framework logged at ea
 
 
 @dataclass(frozen=True)
+class UnipoRead:
+    """What the command says of each UNIPO file of a run: the same whether it was read now or kept in the index."""
+    path: Path
+    entries: int
+    records: int  # entries that become step records
+    blueprint: bool  # the file has blueprint.prompts, used by every entry without prompts of its own
+    renamed: tuple[str, ...] = ()  # metric names kept under unipo/
+
+    @classmethod
+    def of(cls, run: UnipoRun) -> UnipoRead:
+        return cls(run.path, run.entries, len(run.recorded), run.blueprint is not None, run.renamed)
+
+
+@dataclass(frozen=True)
 class OpenedRun:
     id: str
     created: bool
@@ -63,10 +81,10 @@ class OpenedRun:
     refused: tuple[tuple[str, str], ...]  # (path, why)
     tokens: TokenRun | None = None  # the per-token files read, when the directory has any
     completions: CompletionsRead | None = None  # TRL's completions/*.parquet read, when the directory has any
-    indexed: bool = False  # the per-token and per-sample numbers came from the index: no file of theirs was read
+    indexed: bool = False  # the files' numbers came from the index (per-token and per-sample, or UNIPO's): none read
     rollouts: CompletionsRead | None = None  # verl's rollout_data_dir/{step}.jsonl read, when the directory has any
     origin: str = ""  # what the logged metrics are when no trainer logged them: UNIPO's file(s), or the records'
-    unipo: tuple[UnipoRun, ...] = ()  # the UNIPO canonical files read, when the run is theirs
+    unipo: tuple[UnipoRead, ...] = ()  # the UNIPO canonical files, when the run is theirs
 
     @property
     def unlogged(self) -> tuple[int, ...]:
@@ -147,7 +165,7 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
     `on_record`: told of each step record as it is stored, whole (a UNIPO run's are kept without their payload)."""
     index = index or ReadIndex(runs.root / "index")
     if path.is_file() and path.name != STATE and is_unipo_file(path):
-        return _open_unipo(path, (path,), runs, uploads, on_record)
+        return _open_unipo(path, (path,), runs, uploads, index, on_record)
     read: _Read | None = None
     try:
         state = find_trainer_state(path)
@@ -155,7 +173,7 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
         if not path.is_dir():
             raise
         if unipo := unipo_files(path):
-            return _open_unipo(path, unipo, runs, uploads, on_record)
+            return _open_unipo(path, unipo, runs, uploads, index, on_record)
         read = _read_files(path, index)
         if not read.files:
             if records := find_step_records(path, alone=True):
@@ -186,11 +204,76 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
                      read.indexed, read.rollouts if read.rollouts.files else None)
 
 
-def _open_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Uploads,
+# The index entry's name for what a UNIPO run's opening made of its files: bumped whenever it keeps more or other.
+UNIPO_INDEX = "unipo-1"
+
+
+def _open_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Uploads, index: ReadIndex,
                 on_record: OnRecord | None) -> OpenedRun:
+    """A run of UNIPO canonical files (one given, or a directory's): the index's when every file and every linked
+    upload is as the opening that kept it left them, else read (and kept when nothing was refused)."""
+    seen = _unipo_fingerprint(path, files)
+    if seen is not None and (kept := index.get(path, UNIPO_INDEX, seen)) is not None:
+        opened = _unipo_from_index(path, kept, runs, uploads)
+        if opened is not None:
+            return opened
+    opened, metrics = _read_unipo(path, files, runs, uploads, on_record)
+    if seen is not None and not opened.refused:  # a refusal is said again at every opening, never kept
+        index.put(path, UNIPO_INDEX, seen, _unipo_entry(path, opened, metrics))
+    return opened
+
+
+def _unipo_base(path: Path) -> Path:
+    """The folder the index names a UNIPO run's files from: the directory opened, or the one file's."""
+    return path if path.is_dir() else path.parent
+
+
+def _unipo_fingerprint(path: Path, files: tuple[Path, ...]) -> Fingerprint | None:
+    try:
+        return fingerprint(_unipo_base(path), files)
+    except (OSError, ValueError):  # a file gone since it was listed: the reader says so, and nothing is kept
+        return None
+
+
+def _unipo_entry(path: Path, opened: OpenedRun, metrics: dict[int, dict[str, float]]) -> dict:
+    """The index's value: the joined metrics, the origin, each file's counts and each linked record's upload id,
+    by where it is in its file (no entry's arrays: a few numbers per logged step)."""
+    base = _unipo_base(path)
+    return {"origin": opened.origin,
+            "metrics": {str(step): values for step, values in metrics.items()},
+            "files": {str(u.path.relative_to(base)): {"entries": u.entries, "records": u.records,
+                                                      "blueprint": u.blueprint,
+                                                      "renamed": {n: RENAMED + n for n in u.renamed}}
+                      for u in opened.unipo},
+            "linked": {Path(r.path).name: {"step": r.step, "upload": r.entry.id} for r in opened.records}}
+
+
+def _unipo_from_index(path: Path, kept: dict, runs: RunStore, uploads: Uploads) -> OpenedRun | None:
+    """The run an earlier opening made of these very files, stored and linked again without reading them; None when
+    an upload it linked is no longer stored (deleted since: the files are read again) or the entry is not whole."""
+    try:
+        metrics, origin = step_keys(kept["metrics"]), str(kept["origin"])
+        linked = [(str(at), int(r["step"]), str(r["upload"])) for at, r in kept["linked"].items()]
+        read = tuple(UnipoRead(_unipo_base(path) / name, int(f["entries"]), int(f["records"]), bool(f["blueprint"]),
+                               tuple(f["renamed"].keys())) for name, f in kept["files"].items())
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if not metrics or not all(uploads.exists(upload) for _, _, upload in linked):
+        return None
+    ident, created = runs.add(as_trainer_state(metrics, (origin,)), str(path))
+    base = _unipo_base(path)
+    # Nothing was read: each record is its upload's id alone (no snapshot, no payload), as the opening linked it
+    records = [LinkedRecord(step, str(base / at), CatalogEntry(upload, "upload", None, None, KIND_ID), False)
+               for at, step, upload in linked]
+    return _opened(ident, created, path, runs, records, [], origin, read, indexed=True)
+
+
+def _read_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Uploads,
+                on_record: OnRecord | None) -> tuple[OpenedRun, dict[int, dict[str, float]]]:
     """A run of UNIPO canonical files: every entry's metrics its log (each file read whole first, so a file refused
     stores nothing), then each entry holding prompts stored as a step record and linked. A file refused leaves the
-    others open; every file refused refuses the run (RunLogError, the first file's path and field)."""
+    others open; every file refused refuses the run (RunLogError, the first file's path and field). Returns the
+    opened run and its joined metrics."""
     read: list[UnipoRun] = []
     refused: list[tuple[str, str]] = []
     errors: list[RunLogError] = []
@@ -222,7 +305,8 @@ def _open_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Up
         stored, refused_records = store_unipo_records(run, uploads, on_record)
         linked.extend(stored)
         refused.extend(refused_records)
-    return _opened(ident, created, path, runs, linked, refused, origin, tuple(read))
+    opened = _opened(ident, created, path, runs, linked, refused, origin, tuple(UnipoRead.of(r) for r in read))
+    return opened, metrics
 
 
 def _open_records_alone(path: Path, records: tuple[Path, ...], runs: RunStore, uploads: Uploads,
@@ -239,13 +323,14 @@ def _open_records_alone(path: Path, records: tuple[Path, ...], runs: RunStore, u
 
 
 def _opened(ident: str, created: bool, path: Path, runs: RunStore, linked: list[LinkedRecord],
-            refused: list[tuple[str, str]], origin: str, unipo: tuple[UnipoRun, ...] = ()) -> OpenedRun:
+            refused: list[tuple[str, str]], origin: str, unipo: tuple[UnipoRead, ...] = (),
+            indexed: bool = False) -> OpenedRun:
     log = runs.get(ident)
     assert log is not None
     linked.sort(key=lambda r: r.step)
     recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
-    return OpenedRun(ident, created, str(path), log, tuple(linked), recorded, tuple(refused), origin=origin,
-                     unipo=unipo)
+    return OpenedRun(ident, created, str(path), log, tuple(linked), recorded, tuple(refused), indexed=indexed,
+                     origin=origin, unipo=unipo)
 
 
 def _clash(have: dict[int, dict[str, float]], more: dict[int, dict[str, float]]) -> str:
@@ -274,4 +359,4 @@ def _sources(read: _Read) -> tuple[str, ...]:
     return (*(f"{source} per-token files" for source in read.tokens.sources), *tables, *dumps)
 
 
-__all__ = ["LinkedRecord", "OpenedRun", "open_run_dir"]
+__all__ = ["LinkedRecord", "OpenedRun", "UnipoRead", "open_run_dir"]

@@ -7,7 +7,9 @@ or records/) into the upload store, linked to their steps, and the command print
 checks and the explorer's URL. A UNIPO canonical file is a run too (every entry's metrics its log, each entry
 holding prompts a linked record) unless exactly one of its entries holds prompts and it fits one upload: that
 file opens as the one step record it is, as before (open its directory to see it as a run). A directory of
-UNIPO files, or of step records alone, is a run. Anything else is one file for the upload store:
+UNIPO files, or of step records alone, is a run. A run opened again with the same files reads none of them (the
+index in DATA_DIR/runs/index; a UNIPO run's records are then not checked again). Anything else is one file for the
+upload store:
 
 The file goes into the same upload store the server reads (DATA_DIR or DATABASE_URL: same quota,
 same refusals by field path, a link that lasts); the command prints its URL and, for a record, what
@@ -111,10 +113,15 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
     if opened.origin:
         print(f"no trainer log: the run's metrics are {opened.origin}")
     for u in opened.unipo:
-        print(f"UNIPO canonical JSON {u.path.name}: {u.entries} entries, {len(u.recorded)} "
-              f"{'using the blueprint or ' if u.blueprint is not None else ''}holding prompts (each a step record)"
+        print(f"UNIPO canonical JSON {u.path.name}: {u.entries} entries, {u.records} "
+              f"{'using the blueprint or ' if u.blueprint else ''}holding prompts (each a step record)"
               + (f"; metrics named {', '.join(u.renamed)} kept as unipo/…" if u.renamed else ""))
-    if opened.indexed:
+    if opened.indexed and opened.unipo:  # nothing read: the records' checks are not recomputed either
+        them = "they were" if len(opened.unipo) > 1 else "it was"
+        print(f"UNIPO canonical JSON unchanged since {them} read: the run's metrics and its step records' upload ids "
+              "come from the index (DATA_DIR/runs/index), no entry read again; the records were checked when first "
+              "stored, and each record's page recomputes its checks")
+    elif opened.indexed:
         print("per-token and per-sample files unchanged since they were read: their numbers come from the index "
               "(DATA_DIR/runs/index), no file read again")
     if opened.tokens is not None:
