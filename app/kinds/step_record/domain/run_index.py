@@ -1,5 +1,6 @@
-"""What a run directory's per-token and per-sample files gave, kept so a directory opened again reads none of them
-(issue 34: a run of up to 1 GB is "read in place, indexed once").
+"""What a run directory's per-token and per-sample files gave, and what a UNIPO run's opening made of its canonical
+files (engine/run_opening.py: the metrics and the linked records' upload ids), kept so a run opened again reads none
+of them (issue 34: a run of up to 1 GB is "read in place, indexed once").
 
 An entry is keyed by the directory's resolved path and the reader's name, and holds the files the reader saw with
 their size and modification time (nanoseconds) next to what it made of them. It is used only while every file is
