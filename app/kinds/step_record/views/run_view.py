@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from app.kinds.step_record.domain.length_reward import length_reward
 from app.kinds.step_record.domain.run_findings import Finding, findings
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.run_series import window
 from app.kinds.step_record.views import urls
+from app.kinds.step_record.views.length_reward_chart import LengthRewardChart, length_reward_chart
 from app.kinds.step_record.views.run_charts import RunChart, run_chart
 from app.kinds.step_record.views.run_metrics import SECTIONS, metric_words
 from app.views.numbers import significant
@@ -105,6 +107,7 @@ class RunExplorer:
     recorded: tuple[RecordedStep, ...]
     derived: tuple[str, ...] = ()  # what the app computed from the run's files, not the trainer's log (DERIVED)
     only_derived: bool = False  # nothing here was logged: a run of per-token files alone (prime-rl, slime)
+    length_reward: LengthRewardChart | None = None  # the steps in view's length against their reward, when logged
 
 
 # metric prefix -> the files the app computed it from (engine/run_opening.py joins them to the log)
@@ -168,13 +171,15 @@ def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] 
     derived = tuple(f"{prefix}… from {source}" for prefix, source in DERIVED.items()
                     if any(n.startswith(prefix) for n in log.names))
     only_derived = bool(log.names) and all(n.startswith(tuple(DERIVED)) for n in log.names)
+    lr = length_reward(log, first, last)
     return RunExplorer(
         run_id=run_id, title=f"A GRPO run: {len(log.steps)} {'' if only_derived else 'logged '}steps",
         facts=_facts(log), derived=derived, only_derived=only_derived,
         findings=tuple(_finding_view(f, step_url) for f in found), sections=sections,
         x_range=(first, last), zoomed=zoomed, whole_url=urls.run(run_id, _query(q, **{"from": None, "to": None})),
         selected=_selected(run_id, log, q, selected, records) if selected is not None else None,
-        api_url=urls.run_api(run_id), query=q, recorded=records)
+        api_url=urls.run_api(run_id), query=q, recorded=records,
+        length_reward=length_reward_chart(lr, step_url) if lr is not None else None)
 
 
 def _facts(log: RunLog) -> tuple[str, ...]:
