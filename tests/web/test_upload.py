@@ -40,7 +40,10 @@ from app.web.settings import PROJECT_ROOT
 
 SEED_BYTES = SEED_PATH.read_bytes()
 MB = 1024 * 1024
-ERROR_RE = re.compile(r"^<upload>: (\$|[A-Za-z_][\w.\[\]\"@#<>-]*): .+", re.S)
+# a field path as app/domain/json_path.py writes it: a key that is no identifier is a quoted JSON string, which may
+# hold any character (hypothesis found `format[","]`)
+_PATH_PART = r'(?:[\w.\[\]@#<>-]|"(?:[^"\\]|\\.)*")'
+ERROR_RE = re.compile(rf"^<upload>: (\$|\${_PATH_PART}+|[A-Za-z_]{_PATH_PART}*): .+", re.S)
 
 
 def upload_id(raw: bytes) -> str:
@@ -342,3 +345,13 @@ def test_nested_process_runs_do_not_deadlock_on_one_slot(tmp_path):
         page = httpx.post(server.url + "/walkthroughs/toy_grpo/steps/clip?seed=322&process=distillation", timeout=30,
                           follow_redirects=True)  # its Run button, then the page
         assert page.status_code == 200 and "Not computed yet" not in page.text
+
+
+def test_the_fuzz_tests_error_pattern_reads_every_path_json_path_writes():
+    """The pattern the fuzz test holds answers to: any key json_path.render_loc quotes, commas and colons included."""
+    from app.domain.json_path import render_loc
+    for loc in (("format", ","), ("format", "a: b"), (",",), ("groups", 0, "completions", 1, "token_ids"),
+                ("nodes", "python@ratio#0", "x"), (0,)):
+        message = f"<upload>: {render_loc(loc)}: refused"
+        assert ERROR_RE.match(message), message
+    assert not ERROR_RE.match("<upload>: : refused") and not ERROR_RE.match("<upload>: a b: refused")
