@@ -13,7 +13,7 @@ from test_unipo_runs import opened, record_lines
 from unipo_run_fixtures import expected_metrics, unipo_run, write
 
 from app import uploads as uploads_cli
-from app.kinds.step_record.engine import run_opening
+from app.kinds.step_record.engine import run_opening, unipo_opening
 
 INDEXED = "UNIPO canonical JSON unchanged since"
 
@@ -28,14 +28,14 @@ def data(tmp_path, monkeypatch):
 def _no_reading(monkeypatch):
     def refuse(*_a, **_k):
         raise AssertionError("a UNIPO file was read again")
-    monkeypatch.setattr(run_opening, "read_unipo_run", refuse)
-    monkeypatch.setattr(run_opening, "store_unipo_records", refuse)
+    monkeypatch.setattr(unipo_opening, "read_unipo_run", refuse)
+    monkeypatch.setattr(unipo_opening, "store_unipo_records", refuse)
 
 
 def _counting(monkeypatch) -> list:
     calls: list = []
-    real = run_opening.read_unipo_run
-    monkeypatch.setattr(run_opening, "read_unipo_run", lambda path: calls.append(path.name) or real(path))
+    real = unipo_opening.read_unipo_run
+    monkeypatch.setattr(unipo_opening, "read_unipo_run", lambda path: calls.append(path.name) or real(path))
     return calls
 
 

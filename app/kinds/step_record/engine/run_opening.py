@@ -24,8 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.domain.catalog import CatalogEntry
-from app.kinds.step_record.domain.opening import KIND_ID
 from app.kinds.step_record.domain.run_dir import (
     STATE,
     NoRunLog,
@@ -35,62 +33,25 @@ from app.kinds.step_record.domain.run_dir import (
     nothing_to_open,
     run_root,
 )
-from app.kinds.step_record.domain.run_index import Fingerprint, ReadIndex, fingerprint, step_keys
-from app.kinds.step_record.domain.run_log import RunLog, RunLogError
+from app.kinds.step_record.domain.run_index import ReadIndex, fingerprint, step_keys
 from app.kinds.step_record.domain.run_store import RunStore
 from app.kinds.step_record.domain.token_exports import find_token_exports
 from app.kinds.step_record.domain.trl_completions import CompletionsRead, read_completions_dir
-from app.kinds.step_record.domain.unipo_run import RENAMED, UnipoRun, is_unipo_file, read_unipo_run, unipo_files
+from app.kinds.step_record.domain.unipo_run import is_unipo_file, unipo_files
 from app.kinds.step_record.domain.verl_rollouts import read_rollouts_dir, rollout_files
+from app.kinds.step_record.engine.opened_run import OpenedRun, UnipoRead, joined, opened_run
 from app.kinds.step_record.engine.record_linking import (
     LinkedRecord,
     OnRecord,
     Uploads,
     record_metrics,
     store_record_files,
-    store_unipo_records,
 )
 from app.kinds.step_record.engine.token_run import TokenRun, as_trainer_state, read_token_run
+from app.kinds.step_record.engine.unipo_opening import UNIPO_INDEX, open_unipo
 
 RECORDS_ORIGIN = "the step records' own metrics (what the framework logged at each recorded step, as each record " \
                  "carries it)"
-
-
-@dataclass(frozen=True)
-class UnipoRead:
-    """What the command says of each UNIPO file of a run: the same whether it was read now or kept in the index."""
-    path: Path
-    entries: int
-    records: int  # entries that become step records
-    blueprint: bool  # the file has blueprint.prompts, used by every entry without prompts of its own
-    renamed: tuple[str, ...] = ()  # metric names kept under unipo/
-
-    @classmethod
-    def of(cls, run: UnipoRun) -> UnipoRead:
-        return cls(run.path, run.entries, len(run.recorded), run.blueprint is not None, run.renamed)
-
-
-@dataclass(frozen=True)
-class OpenedRun:
-    id: str
-    created: bool
-    state_path: str
-    log: RunLog
-    records: tuple[LinkedRecord, ...]  # this opening's, in step order
-    recorded: dict[int, str]  # the run's whole map: step -> walkthrough id
-    refused: tuple[tuple[str, str], ...]  # (path, why)
-    tokens: TokenRun | None = None  # the per-token files read, when the directory has any
-    completions: CompletionsRead | None = None  # TRL's completions/*.parquet read, when the directory has any
-    indexed: bool = False  # the files' numbers came from the index (per-token and per-sample, or UNIPO's): none read
-    rollouts: CompletionsRead | None = None  # verl's rollout_data_dir/{step}.jsonl read, when the directory has any
-    origin: str = ""  # what the logged metrics are when no trainer logged them: UNIPO's file(s), or the records'
-    unipo: tuple[UnipoRead, ...] = ()  # the UNIPO canonical files, when the run is theirs
-
-    @property
-    def unlogged(self) -> tuple[int, ...]:
-        """Recorded steps the trainer logged no metrics at (a record of a step the log ends before, say)."""
-        logged = set(self.log.steps)
-        return tuple(s for s in self.recorded if s not in logged)
 
 
 # The index entry's name for the per-token readers' numbers: bumped whenever they compute more, so a directory
@@ -137,7 +98,7 @@ class _Read:
 
     @property
     def metrics(self) -> dict[int, dict[str, float]]:
-        return _joined(self.tokens.metrics, self.samples.metrics, self.rollouts.metrics)
+        return joined(self.tokens.metrics, self.samples.metrics, self.rollouts.metrics)
 
     @property
     def files(self) -> int:
@@ -165,7 +126,7 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
     `on_record`: told of each step record as it is stored, whole (a UNIPO run's are kept without their payload)."""
     index = index or ReadIndex(runs.root / "index")
     if path.is_file() and path.name != STATE and is_unipo_file(path):
-        return _open_unipo(path, (path,), runs, uploads, index, on_record)
+        return open_unipo(path, (path,), runs, uploads, index, on_record)
     read: _Read | None = None
     try:
         state = find_trainer_state(path)
@@ -173,7 +134,7 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
         if not path.is_dir():
             raise
         if unipo := unipo_files(path):
-            return _open_unipo(path, unipo, runs, uploads, index, on_record)
+            return open_unipo(path, unipo, runs, uploads, index, on_record)
         read = _read_files(path, index)
         if not read.files:
             if records := find_step_records(path, alone=True):
@@ -204,111 +165,6 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
                      read.indexed, read.rollouts if read.rollouts.files else None)
 
 
-# The index entry's name for what a UNIPO run's opening made of its files: bumped whenever it keeps more or other.
-UNIPO_INDEX = "unipo-1"
-
-
-def _open_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Uploads, index: ReadIndex,
-                on_record: OnRecord | None) -> OpenedRun:
-    """A run of UNIPO canonical files (one given, or a directory's): the index's when every file and every linked
-    upload is as the opening that kept it left them, else read (and kept when nothing was refused)."""
-    seen = _unipo_fingerprint(path, files)
-    if seen is not None and (kept := index.get(path, UNIPO_INDEX, seen)) is not None:
-        opened = _unipo_from_index(path, kept, runs, uploads)
-        if opened is not None:
-            return opened
-    opened, metrics = _read_unipo(path, files, runs, uploads, on_record)
-    if seen is not None and not opened.refused:  # a refusal is said again at every opening, never kept
-        index.put(path, UNIPO_INDEX, seen, _unipo_entry(path, opened, metrics))
-    return opened
-
-
-def _unipo_base(path: Path) -> Path:
-    """The folder the index names a UNIPO run's files from: the directory opened, or the one file's."""
-    return path if path.is_dir() else path.parent
-
-
-def _unipo_fingerprint(path: Path, files: tuple[Path, ...]) -> Fingerprint | None:
-    try:
-        return fingerprint(_unipo_base(path), files)
-    except (OSError, ValueError):  # a file gone since it was listed: the reader says so, and nothing is kept
-        return None
-
-
-def _unipo_entry(path: Path, opened: OpenedRun, metrics: dict[int, dict[str, float]]) -> dict:
-    """The index's value: the joined metrics, the origin, each file's counts and each linked record's upload id,
-    by where it is in its file (no entry's arrays: a few numbers per logged step)."""
-    base = _unipo_base(path)
-    return {"origin": opened.origin,
-            "metrics": {str(step): values for step, values in metrics.items()},
-            "files": {str(u.path.relative_to(base)): {"entries": u.entries, "records": u.records,
-                                                      "blueprint": u.blueprint,
-                                                      "renamed": {n: RENAMED + n for n in u.renamed}}
-                      for u in opened.unipo},
-            "linked": {Path(r.path).name: {"step": r.step, "upload": r.entry.id} for r in opened.records}}
-
-
-def _unipo_from_index(path: Path, kept: dict, runs: RunStore, uploads: Uploads) -> OpenedRun | None:
-    """The run an earlier opening made of these very files, stored and linked again without reading them; None when
-    an upload it linked is no longer stored (deleted since: the files are read again) or the entry is not whole."""
-    try:
-        metrics, origin = step_keys(kept["metrics"]), str(kept["origin"])
-        linked = [(str(at), int(r["step"]), str(r["upload"])) for at, r in kept["linked"].items()]
-        read = tuple(UnipoRead(_unipo_base(path) / name, int(f["entries"]), int(f["records"]), bool(f["blueprint"]),
-                               tuple(f["renamed"].keys())) for name, f in kept["files"].items())
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    if not metrics or not all(uploads.exists(upload) for _, _, upload in linked):
-        return None
-    ident, created = runs.add(as_trainer_state(metrics, (origin,)), str(path))
-    base = _unipo_base(path)
-    # Nothing was read: each record is its upload's id alone (no snapshot, no payload), as the opening linked it
-    records = [LinkedRecord(step, str(base / at), CatalogEntry(upload, "upload", None, None, KIND_ID), False)
-               for at, step, upload in linked]
-    return _opened(ident, created, path, runs, records, [], origin, read, indexed=True)
-
-
-def _read_unipo(path: Path, files: tuple[Path, ...], runs: RunStore, uploads: Uploads,
-                on_record: OnRecord | None) -> tuple[OpenedRun, dict[int, dict[str, float]]]:
-    """A run of UNIPO canonical files: every entry's metrics its log (each file read whole first, so a file refused
-    stores nothing), then each entry holding prompts stored as a step record and linked. A file refused leaves the
-    others open; every file refused refuses the run (RunLogError, the first file's path and field). Returns the
-    opened run and its joined metrics."""
-    read: list[UnipoRun] = []
-    refused: list[tuple[str, str]] = []
-    errors: list[RunLogError] = []
-    metrics: dict[int, dict[str, float]] = {}
-    for file in files:
-        try:
-            run = read_unipo_run(file)
-        except RunLogError as exc:
-            errors.append(exc)
-            refused.append((str(file), f"{exc.path}: {exc.message} (nothing of this file stored)"))
-            continue
-        except OSError as exc:
-            refused.append((str(file), f"cannot be read: {exc.strerror or exc}"))
-            continue
-        if clash := _clash(metrics, run.metrics):
-            refused.append((str(file), f"{clash} (nothing of this file stored)"))
-            continue
-        read.append(run)
-        metrics = _joined(metrics, run.metrics)
-    if not read:
-        if errors:
-            raise errors[0]
-        raise NoRunLog(f"{path}: no UNIPO canonical file could be read: {refused[0][0]}: {refused[0][1]}")
-    names = ", ".join(r.path.name for r in read)
-    origin = f"UNIPO canonical JSON ({names})"
-    ident, created = runs.add(as_trainer_state(metrics, (origin,)), str(path))
-    linked: list[LinkedRecord] = []
-    for run in read:
-        stored, refused_records = store_unipo_records(run, uploads, on_record)
-        linked.extend(stored)
-        refused.extend(refused_records)
-    opened = _opened(ident, created, path, runs, linked, refused, origin, tuple(UnipoRead.of(r) for r in read))
-    return opened, metrics
-
-
 def _open_records_alone(path: Path, records: tuple[Path, ...], runs: RunStore, uploads: Uploads,
                         on_record: OnRecord | None) -> OpenedRun:
     """A directory of step records and nothing else: each stored, and their own metrics (what the framework logged
@@ -319,38 +175,7 @@ def _open_records_alone(path: Path, records: tuple[Path, ...], runs: RunStore, u
         raise NoRunLog(f"{path}: no step record here could be read ({len(refused)} refused): {where}: {why}")
     metrics = {r.step: record_metrics(r.entry) for r in sorted(linked, key=lambda r: (r.step, r.path))}
     ident, created = runs.add(as_trainer_state(metrics, (RECORDS_ORIGIN,)), str(path))
-    return _opened(ident, created, path, runs, linked, refused, RECORDS_ORIGIN)
-
-
-def _opened(ident: str, created: bool, path: Path, runs: RunStore, linked: list[LinkedRecord],
-            refused: list[tuple[str, str]], origin: str, unipo: tuple[UnipoRead, ...] = (),
-            indexed: bool = False) -> OpenedRun:
-    log = runs.get(ident)
-    assert log is not None
-    linked.sort(key=lambda r: r.step)
-    recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
-    return OpenedRun(ident, created, str(path), log, tuple(linked), recorded, tuple(refused), indexed=indexed,
-                     origin=origin, unipo=unipo)
-
-
-def _clash(have: dict[int, dict[str, float]], more: dict[int, dict[str, float]]) -> str:
-    """Two UNIPO files of one directory disagreeing on a metric at a step: they are not one run's."""
-    for step, values in more.items():
-        for name, value in values.items():
-            if name in have.get(step, {}) and have[step][name] != value:
-                return (f"step {step}: {name} = {value!r} disagrees with {have[step][name]!r} in an earlier file of "
-                        "this directory")
-    return ""
-
-
-def _joined(*parts: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:
-    """Per-step metrics of several readers as one map (tokens/… and samples/… never clash; TRL's tables and verl's
-    dumps both write samples/…, but a run is one framework's)."""
-    joined: dict[int, dict[str, float]] = {}
-    for part in parts:
-        for step, values in part.items():
-            joined[step] = joined.get(step, {}) | values
-    return dict(sorted(joined.items()))
+    return opened_run(ident, created, path, runs, linked, refused, RECORDS_ORIGIN)
 
 
 def _sources(read: _Read) -> tuple[str, ...]:
@@ -359,4 +184,4 @@ def _sources(read: _Read) -> tuple[str, ...]:
     return (*(f"{source} per-token files" for source in read.tokens.sources), *tables, *dumps)
 
 
-__all__ = ["LinkedRecord", "OpenedRun", "UnipoRead", "open_run_dir"]
+__all__ = ["UNIPO_INDEX", "LinkedRecord", "OpenedRun", "UnipoRead", "open_run_dir"]
