@@ -1,5 +1,6 @@
-"""Two recorded steps of a run side by side (issue 34): which steps the URL asks for, the page's view model and its
-JSON twin's body. The numbers come finished from engine/run_diff.py; this file words and formats them.
+"""Two recorded steps of a run side by side (issue 34): the page's view model (which steps the URL asks for:
+views/run_diff_query.py; its JSON twin's body: views/run_diff_json.py). The numbers come finished from
+engine/run_diff.py; this file words and formats them.
 
 Every section opens with one sentence a student can read: what the number is, and which way is "more
 off-policy", "more certain" or "more tied".
@@ -8,19 +9,18 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from app.kinds.step_record.domain.two_sample import Summary, TwoSamples
+from app.kinds.step_record.domain.two_sample import TwoSamples
 from app.kinds.step_record.engine.run_diff import MIN_TOKEN_COUNT, QUANTITIES, PromptChange, RunDiff, TokenChange
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.run_diff_chart import DiffHistogram, diff_histogram
-from app.kinds.step_record.views.run_view import BadRunQuery
+from app.kinds.step_record.views.run_diff_query import CompareForm, compare_form
 from app.views.numbers import MINUS, significant
 from app.views.tokens.metrics import visible
-from app.views.urls import URLS, segment, with_query
+from app.views.urls import URLS
 
-PARAMS = ("a", "b")
 TOP = 8  # rows of each "what changed most" table
 PROMPT_CHARS = 90  # a prompt's text in a table cell, cut with …
 
@@ -48,75 +48,7 @@ ROWS = (("count", "count"), ("mean", "mean"), ("p5", "p5"), ("p50", "median (p50
         ("min", "min"), ("max", "max"))
 
 
-# -- which steps ------------------------------------------------------------------------------------------------
-
-def _steps_words(recorded: Mapping[int, str]) -> str:
-    return f"this run's recorded steps are {', '.join(map(str, recorded)) or 'none'}"
-
-
-def parse_step(param: str, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise BadRunQuery(param, f"expected a whole step number, got {raw!r}") from None
-
-
-def check_pair(a: int | None, b: int | None, recorded: Mapping[int, str]) -> tuple[int, int]:
-    """The two steps, or BadRunQuery naming the field: missing, not recorded, or the same step twice."""
-    if len(recorded) < 2:
-        raise BadRunQuery("a", f"a diff needs two recorded steps, and {_steps_words(recorded)}")
-    for param, step in (("a", a), ("b", b)):
-        if step is None:
-            raise BadRunQuery(param, f"missing: the {'first' if param == 'a' else 'second'} step to compare "
-                                     f"({_steps_words(recorded)})")
-        if step not in recorded:
-            raise BadRunQuery(param, f"step {step} was not recorded ({_steps_words(recorded)})")
-    assert a is not None and b is not None
-    if a == b:
-        raise BadRunQuery("b", f"the same step as a ({a}): pick two different recorded steps")
-    return a, b
-
-
-def read_pair(items: Iterable[tuple[str, str]], recorded: Mapping[int, str]) -> tuple[int, int]:
-    """The page's query: `a` and `b`, nothing else, each once."""
-    found: dict[str, int] = {}
-    for key, raw in items:
-        if key not in PARAMS:
-            raise BadRunQuery(key, f"not a parameter of the run diff (it takes {', '.join(PARAMS)})")
-        if key in found:
-            raise BadRunQuery(key, "given twice")
-        found[key] = parse_step(key, raw)
-    return check_pair(found.get("a"), found.get("b"), recorded)
-
-
-def diff_url(run_id: str, a: int, b: int) -> str:
-    return with_query(f"/runs/{segment(run_id)}/diff", {"a": str(a), "b": str(b)})
-
-
-def diff_api_url(run_id: str, a: int, b: int) -> str:
-    return with_query(f"/api/runs/{segment(run_id)}/diff", {"a": str(a), "b": str(b)})
-
-
 # -- the page ---------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CompareForm:
-    """The GET form "Compare two recorded steps" (the explorer's and the diff page's)."""
-    action: str
-    steps: tuple[int, ...]
-    a: int
-    b: int
-
-
-def compare_form(run_id: str, recorded: Iterable[int], a: int | None = None, b: int | None = None,
-                 ) -> CompareForm | None:
-    """`recorded`: the run's recorded steps. None with fewer than two; by default the first and the last."""
-    steps = tuple(sorted(recorded))
-    if len(steps) < 2:
-        return None
-    return CompareForm(f"/runs/{segment(run_id)}/diff", steps, steps[0] if a is None else a,
-                       steps[-1] if b is None else b)
-
 
 @dataclass(frozen=True)
 class Side:
@@ -329,7 +261,7 @@ def run_diff_page(run_id: str, d: RunDiff, recorded: Mapping[int, str]) -> RunDi
                    "no token's log π_θ can be compared.")
     return RunDiffPage(
         run_id=run_id, title=f"Step {d.a} against step {d.b}", a=_side(run_id, d.a, recorded),
-        b=_side(run_id, d.b, recorded), run_url=urls.run(run_id), api_url=diff_api_url(run_id, d.a, d.b),
+        b=_side(run_id, d.b, recorded), run_url=urls.run(run_id), api_url=urls.run_diff_api(run_id, d.a, d.b),
         quantities=quantities, prompts_line=prompts_line, prompt_tables=tables, tokens_line=tokens_line,
         rises=tuple(_token_row(r) for r in t.rises[:TOP]), falls=tuple(_token_row(r) for r in t.falls[:TOP]),
         form=compare_form(run_id, recorded, d.a, d.b))
@@ -337,47 +269,4 @@ def run_diff_page(run_id: str, d: RunDiff, recorded: Mapping[int, str]) -> RunDi
 
 # -- the JSON twin ----------------------------------------------------------------------------------------------
 
-def _number(v: float) -> float | str:
-    return v if math.isfinite(v) else str(v)  # JSON has no NaN: "nan", as GET /api/runs/{id} writes it
-
-
-def _summary(s: Summary | None) -> dict | None:
-    return None if s is None else {k: _number(float(v)) if k != "count" else v for k, v in asdict(s).items()}
-
-
-def _prompt_json(r: PromptChange) -> dict:
-    return {"prompt": r.prompt, "a": _number(r.a), "b": _number(r.b), "change": _number(r.change)}
-
-
-def _token_json(t: TokenChange) -> dict:
-    return {"id": t.token_id, "text": t.text, "count_a": t.count_a, "count_b": t.count_b,
-            "mean_logprob_a": t.mean_a, "mean_logprob_b": t.mean_b, "change": t.change}
-
-
-def diff_body(run_id: str, d: RunDiff, recorded: Mapping[int, str]) -> dict:
-    quantities = {}
-    for name, per in QUANTITIES:
-        s = d.quantities[name]
-        h = s.histogram
-        quantities[name] = {
-            "per": per, "a": _summary(s.a), "b": _summary(s.b),
-            "mean_shift": s.mean_shift, "median_shift": s.median_shift, "ks": s.ks,
-            "left_out": {"a": d.left_out[name][0], "b": d.left_out[name][1]},
-            "histogram": None if h is None else {"edges": list(h.edges), "a": list(h.counts_a), "b": list(h.counts_b),
-                                                 "below": h.below, "above": h.above}}
-    p, t = d.prompts, d.tokens
-    return {
-        "id": run_id,
-        "a": {"step": d.a, "walkthrough": recorded[d.a], "url": URLS.walkthrough(recorded[d.a])},
-        "b": {"step": d.b, "walkthrough": recorded[d.b], "url": URLS.walkthrough(recorded[d.b])},
-        "quantities": quantities,
-        "prompts": {"matched": p.matched, "only_a": p.only_a, "only_b": p.only_b,
-                    "reward": [_prompt_json(r) for r in p.reward], "length": [_prompt_json(r) for r in p.length],
-                    "tied": [_prompt_json(r) for r in p.tied]},
-        "tokens": {"min_count": MIN_TOKEN_COUNT, "compared": t.compared,
-                   "rises": [_token_json(r) for r in t.rises[:TOP]], "falls": [_token_json(r) for r in t.falls[:TOP]]},
-    }
-
-
-__all__ = ["PARAMS", "TOP", "CompareForm", "RunDiffPage", "check_pair", "compare_form", "diff_api_url", "diff_body",
-           "diff_url", "escaped", "parse_step", "read_pair", "run_diff_page"]
+__all__ = ["TOP", "RunDiffPage", "escaped", "run_diff_page"]

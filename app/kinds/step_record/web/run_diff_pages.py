@@ -18,7 +18,9 @@ from starlette.responses import Response
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.domain.run_store import RunStore
 from app.kinds.step_record.engine.run_diff import RunDiff, diff_steps
-from app.kinds.step_record.views.run_diff import check_pair, compare_form, diff_body, read_pair, run_diff_page
+from app.kinds.step_record.views.run_diff import run_diff_page
+from app.kinds.step_record.views.run_diff_json import diff_body
+from app.kinds.step_record.views.run_diff_query import check_pair, compare_form, read_pair
 from app.kinds.step_record.views.run_view import BadRunQuery
 from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.errors import NotFound
