@@ -19,45 +19,33 @@ Plain stdlib (zipfile, tarfile, gzip): no FastAPI, no torch. Memory is one chunk
 """
 from __future__ import annotations
 
-import errno
 import gzip
-import re
 import stat
 import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-MB = 1024 * 1024
+from app.kinds.step_record.domain.archive_members import (
+    MAX_MEMBERS,
+    MB,
+    ArchiveLimits,
+    ArchiveRefused,
+    MemberWriter,
+    ignored,
+    safe_parts,
+)
+
 CHUNK = MB
-MAX_MEMBERS = 20_000  # a prime-rl run of 2,000 steps on 8 ranks is 18,000 files and folders
 MAX_HEADER_BYTES = MB  # one tar pax or GNU long-name header
 CD_BYTES_PER_MEMBER = 512  # a zip's central directory entry: 46 bytes, the name and its extras
 TAR_OVERHEAD_PER_MEMBER = 2048  # a tar member's header block, padding and a pax header, beside its data
-IGNORED_TOP = "__MACOSX"
 
 FORMATS = ("zip", "tar", "tar.gz")
-
-
-class ArchiveRefused(ValueError):
-    """Nothing opened. `member`: the path inside the archive it is about (None: the archive as a whole); `field`:
-    where in that member (a JSON path), or which form field; `status`: the HTTP status that says why (400
-    unreadable or hostile, 413 too large, 422 a run refused, 507 no room)."""
-
-    def __init__(self, member: str | None, message: str, status: int = 400, field: str | None = None) -> None:
-        self.member, self.message, self.status, self.field = member, message, status, field
-        where = ": ".join(w for w in (member, field) if w)
-        super().__init__(f"{where}: {message}" if where else message)
-
-
-@dataclass(frozen=True)
-class ArchiveLimits:
-    max_bytes: int  # unpacked, every member together
-    max_members: int = MAX_MEMBERS
 
 
 @dataclass(frozen=True)
@@ -78,79 +66,6 @@ def archive_format(head: bytes) -> str | None:
     if len(head) >= 262 and head[257:262] == b"ustar":  # POSIX ("ustar\0") and GNU ("ustar  ") tar
         return "tar"
     return None
-
-
-_DRIVE = re.compile(r"[A-Za-z]:")
-
-
-def safe_parts(name: str) -> tuple[str, ...]:
-    """The member's path as folder names under the run directory; () for the archive's own root (`./`).
-    Backslashes count as separators (Windows zip tools write them), so `..\\x` is refused too."""
-    if "\x00" in name:
-        raise ArchiveRefused(name, "its path holds a NUL byte")
-    if name.startswith(("/", "\\")) or _DRIVE.match(name):
-        raise ArchiveRefused(name, "an absolute path: a run's files must sit under the archive's folder")
-    parts = tuple(p for p in re.split(r"[/\\]", name) if p not in ("", "."))
-    if ".." in parts:
-        raise ArchiveRefused(name, "its path goes up out of the archive's folder (..)")
-    return parts
-
-
-class _Writer:
-    """Members into `into`, counting every byte written against the limits."""
-
-    def __init__(self, into: Path, limits: ArchiveLimits) -> None:
-        self.into, self.limits = into, limits
-        self.members = self.bytes = 0
-
-    def count(self, name: str) -> None:
-        self.members += 1
-        if self.members > self.limits.max_members:
-            raise ArchiveRefused(name, f"more than {self.limits.max_members:,} members: this server opens archives "
-                                       "of at most that many files and folders")
-
-    def folder(self, parts: tuple[str, ...], name: str) -> None:
-        if parts:
-            _os_call(name, lambda: (self.into.joinpath(*parts)).mkdir(parents=True, exist_ok=True))
-
-    def file(self, parts: tuple[str, ...], name: str, chunks: Iterator[bytes]) -> None:
-        if not parts:
-            raise ArchiveRefused(name, "a file with no name")
-        target = self.into.joinpath(*parts)
-        _os_call(name, lambda: target.parent.mkdir(parents=True, exist_ok=True))
-        try:
-            out = open(target, "xb")  # "x": a member listed twice is refused, never overwritten
-        except FileExistsError:
-            raise ArchiveRefused(name, "listed twice in the archive (or a file and a folder of one name)") from None
-        except OSError as exc:
-            raise _os_refusal(name, exc) from None
-        with out:
-            for chunk in chunks:
-                self.bytes += len(chunk)
-                if self.bytes > self.limits.max_bytes:
-                    raise ArchiveRefused(name, f"the archive unpacks to more than {self.limits.max_bytes // MB:,} MB "
-                                               "(counted as it was written, up to this member)", 413)
-                try:
-                    out.write(chunk)
-                except OSError as exc:
-                    raise _os_refusal(name, exc) from None
-
-
-def _os_refusal(name: str, exc: OSError) -> ArchiveRefused:
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return ArchiveRefused(name, "the server's disk is full: nothing was opened", 507)
-    return ArchiveRefused(name, f"cannot be written here: {exc.strerror or exc}")
-
-
-def _os_call(name: str, call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except OSError as exc:
-        raise _os_refusal(name, exc) from None
-
-
-def _ignored(parts: tuple[str, ...]) -> bool:
-    return bool(parts) and parts[0] == IGNORED_TOP
 
 
 # -- zip ----------------------------------------------------------------------------------------------------------
@@ -188,7 +103,7 @@ _ZIP_TYPES = {stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a character device
 _KIND_WORDS = "only plain files and folders are opened"
 
 
-def _unzip(f: BinaryIO, writer: _Writer) -> None:
+def _unzip(f: BinaryIO, writer: MemberWriter) -> None:
     cd_size = _zip_directory_size(f)
     if cd_size > writer.limits.max_members * CD_BYTES_PER_MEMBER:
         raise ArchiveRefused(None, f"the zip's central directory is {cd_size:,} bytes: more than "
@@ -210,7 +125,7 @@ def _unzip(f: BinaryIO, writer: _Writer) -> None:
             kind = stat.S_IFMT(info.external_attr >> 16)
             if kind in _ZIP_TYPES:
                 raise ArchiveRefused(name, f"{_ZIP_TYPES[kind]}: {_KIND_WORDS}")
-            if _ignored(parts):
+            if ignored(parts):
                 continue
             if info.is_dir():
                 writer.folder(parts, name)
@@ -219,6 +134,8 @@ def _unzip(f: BinaryIO, writer: _Writer) -> None:
                 raise ArchiveRefused(name, "encrypted: the server cannot read it")
             try:
                 writer.file(parts, name, _zip_chunks(zf, info))
+            # zipfile's own refusals: a bad CRC or header, a cut stream, a compression method it lacks (it raises
+            # NotImplementedError for those), an encrypted member it cannot open (RuntimeError)
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
                 raise ArchiveRefused(name, f"damaged or unreadable in the zip: {exc}") from None
 
@@ -280,7 +197,7 @@ def _tar_kind(member: tarfile.TarInfo) -> str:
     return f"a tar member of type {member.type!r}"
 
 
-def _untar(f: BinaryIO, writer: _Writer, compressed: bool) -> None:
+def _untar(f: BinaryIO, writer: MemberWriter, compressed: bool) -> None:
     stream: Any = f
     if compressed:
         slack = writer.limits.max_members * TAR_OVERHEAD_PER_MEMBER + MB
@@ -294,7 +211,7 @@ def _untar(f: BinaryIO, writer: _Writer, compressed: bool) -> None:
                 parts = safe_parts(name)
                 if not (member.isreg() or member.isdir()):
                     raise ArchiveRefused(name, f"{_tar_kind(member)}: {_KIND_WORDS}")
-                if _ignored(parts):
+                if ignored(parts):
                     continue
                 if member.isdir():
                     writer.folder(parts, name)
@@ -312,7 +229,7 @@ def _untar(f: BinaryIO, writer: _Writer, compressed: bool) -> None:
 def unpack(archive: Path, into: Path, limits: ArchiveLimits) -> Unpacked:
     """Unpack `archive` into the folder `into` (created; the caller removes it, refused or not)."""
     into.mkdir(parents=True, exist_ok=True)
-    writer = _Writer(into, limits)
+    writer = MemberWriter(into, limits)
     with open(archive, "rb") as f:
         head = f.read(512)
         fmt = archive_format(head)
