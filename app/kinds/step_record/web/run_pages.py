@@ -82,9 +82,11 @@ def read_query(request: Request) -> RunQuery:
 
 @pages.get("/runs/{run_id}")
 async def run_page(request: Request, run_id: str) -> Response:
-    log = await run_in_threadpool(_log, request, run_id)
+    def build():  # in the thread pool: the run's links are database rows, and a long run's view is real work
+        return explorer(run_id, _log(request, run_id), read_query(request), _store(request).recorded(run_id))
+
     try:
-        view = explorer(run_id, log, read_query(request), _store(request).recorded(run_id))
+        view = await run_in_threadpool(build)
     except BadRunQuery as exc:
         return render_error(request, 422, "This view of the run cannot be drawn", str(exc))
     return render(request, PAGE, PAGE, {"run": view})
@@ -136,6 +138,7 @@ async def run_json(request: Request, run_id: str,
         param = {"first": "from", "last": "to"}.get(exc.param, exc.param)
         return JSONResponse({"error": str(exc), "detail": [{"param": param, "message": str(exc), "allowed": None}]},
                             status_code=422)
+    recorded = await run_in_threadpool(_store(request).recorded, run_id)  # database rows: off the event loop
     metrics = {}
     for name in log.names:
         points = window(log.series(name), lo, hi)
@@ -146,7 +149,7 @@ async def run_json(request: Request, run_id: str,
         "window": {"from": lo, "to": hi}, "summary": {k: _number(v) for k, v in log.summary.items()},
         "metrics": metrics,
         "recorded": [{"step": step, "walkthrough": wid, "url": URLS.walkthrough(wid)}
-                     for step, wid in _store(request).recorded(run_id).items()],
+                     for step, wid in recorded.items()],
         "findings": [{**dataclasses.asdict(f), "numbers": {k: _number(v) for k, v in f.numbers.items()}}
                      for f in findings(log)]})
 
