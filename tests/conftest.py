@@ -16,6 +16,9 @@ os.environ.setdefault("JOB_RUNNER", "thread")
 # The server queues its kinds' default runs at start-up (DEFAULT_RUNS); the suite's apps do not, so no
 # test finds a run it did not start (the start-up test turns it on for its own server).
 os.environ.setdefault("DEFAULT_RUNS", "0")
+# Nor do they warm up (WARM_UP: every featured step drawn before /readyz says ready, seconds of CPU): a real
+# server a test starts inherits it too, unless the test asks for a warm-up (tests/web/test_first_minute.py).
+os.environ.setdefault("WARM_UP", "0")
 # Apps built with default settings keep uploads and jobs under XDG_DATA_HOME: a folder of this run's,
 # never the home directory (DATA_DIR or UPLOADS_DIR, where a test sets one, still wins).
 os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="grpo-tests-"))

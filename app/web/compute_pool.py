@@ -11,9 +11,12 @@ In a process of its own that work holds its own GIL, and the web process only se
   afresh (~2 s with torch); each is started the first time a job needs it, or in the
   background at start-up (`warm`, from the app's lifespan), and lives until the app stops.
 - Each worker is set up by `_init_worker`: `os.nice(WORKER_NICE)`, so on a 2-core machine the
-  web process wins the CPU when both compete; `house.configure_worker(settings)`, the set-up
-  every computing process shares (torch threads, the compute limiter, ...); then its own app
-  state (`house.worker_app`: catalog, uploads, device, the kinds' state), built once.
+  web process wins the CPU when both compete (and the job runner, at JOB_NICE 19, loses it to
+  both); `house.configure_worker(settings)`, the set-up every computing process shares (torch
+  threads, the compute limiter, ...); then its own app state (`house.worker_app`: catalog,
+  uploads, device, the kinds' state), built once; then, with WARM_UP, every featured step drawn
+  once (app/web/warm_up.py), after which it counts itself in the pool's `warmed` (shared memory),
+  so the web process knows when every worker serves at warm speed.
 - A job is `_job(fn, args, with_app)`: fn is a module-level function (pickled by name), its
   arguments plain values. `with_app` hands fn the worker's app first, so a route sends ids,
   not a catalog. What comes back must pickle: a starlette Response becomes `Finished` (status,
@@ -124,13 +127,20 @@ def _portable(exc: Exception) -> Exception:
 
 
 def _init_worker(settings: Settings, configure: Callable[[Settings], None], build_app: Callable[[Settings], Any],
-                 ) -> None:
+                 warmed: Any) -> None:
     """The worker's set-up: configure and build_app are app/house.py's configure_worker and
-    worker_app (handed in, pickled by name: the shared layers never import the registry)."""
+    worker_app (handed in, pickled by name: the shared layers never import the registry); `warmed`,
+    a shared counter of the workers done warming."""
     global _APP
     os.nice(WORKER_NICE)
     configure(settings)
     _APP = build_app(settings)
+    if settings.warm_up:
+        from app.web.warm_up import warm_worker
+        drawn, failed, seconds = warm_worker(_APP)
+        log.info("compute worker %d warm: %d pages in %.1f s (%d failed)", os.getpid(), drawn, seconds, failed)
+    with warmed.get_lock():
+        warmed.value += 1
 
 
 def _ready() -> int:
@@ -145,12 +155,19 @@ class WorkerPool:
         self.settings, self.workers = settings, workers
         self._setup = (settings, configure, build_app)
         self._executor: ProcessPoolExecutor | None = None
+        self._warmed: Any = None  # how many of the current pool's workers are set up (and warm)
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_init_worker, initargs=self._setup)
+            context = multiprocessing.get_context("spawn")
+            self._warmed = context.Value("i", 0)
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=context,
+                                                 initializer=_init_worker, initargs=(*self._setup, self._warmed))
         return self._executor
+
+    def all_warm(self) -> bool:
+        """Every worker of the current pool is set up (with WARM_UP, has drawn the featured steps)."""
+        return self._warmed is not None and self._warmed.value >= self.workers
 
     def submit(self, fn, args: tuple, with_app: bool) -> Future:
         return self._pool().submit(_job, fn, args, with_app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 
 from fastapi import FastAPI
@@ -101,6 +102,28 @@ def _compute_executor(app: FastAPI, settings: Settings, workers: WorkerSetup | N
     return executor
 
 
+def _warm_up(app: FastAPI, settings: Settings) -> None:
+    """The first pages drawn before /readyz says ready (app/web/warm_up.py), in the background: the
+    server answers from the start (healthz, and any page, as it would cold)."""
+    import asyncio
+
+    from app.web.warm_up import Readiness, warm_web
+    app.state.readiness = readiness = Readiness(enabled=settings.warm_up)
+    if not settings.warm_up:
+        return
+    announce = f"GRPO walkthrough ready: http://{settings.host}:{settings.port}/"
+
+    def start() -> None:
+        readiness.began = time.monotonic()
+        app.state.warming = asyncio.get_running_loop().create_task(warm_web(app, readiness, announce))
+
+    def stop() -> None:
+        task = getattr(app.state, "warming", None)
+        if task is not None:
+            task.cancel()
+    with_server(app, start, stop)
+
+
 def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSetup | None = None) -> FastAPI:
     """The app, serving the kinds of `kind_registry` (app/house.py's create_app gives the registry's)."""
     configure_process(settings, kind_registry.tasks)
@@ -122,6 +145,7 @@ def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSe
     # read, answering 413.
     from app.web.middleware.limits import BodyLimitMiddleware
     app.state.compute = _compute_executor(app, settings, workers)
+    _warm_up(app, settings)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024,
                        upload_limit=kind_registry.upload_limit, upload_limits=kind_registry.upload_limits)
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)

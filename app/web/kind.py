@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastapi import FastAPI, Request
 from starlette.responses import Response
@@ -57,6 +57,21 @@ class Cli:
 Command = Callable[[list[str], Cli], int]
 
 
+# The order the server computes its kinds' default runs in at start-up: what a first visitor needs first
+# (issue 47). One at a time, each behind any visitor's own run (app/engine/jobs/runner.py).
+FIRST_PAGE = 0  # runs a featured walkthrough's first pages read, seconds each
+FIRST_PATH = 1  # the first training path a paths box shows
+REAL_STEP = 2  # one long step a page shows the progress of (a pretrained model's)
+LONG_PATHS = 3  # the rest: long training paths
+
+
+class DefaultRun(NamedTuple):
+    """A run the server queues itself at start-up: a job (task, params) and when it comes (FIRST_PAGE...)."""
+    task: str
+    params: dict[str, Any]
+    order: int = FIRST_PAGE
+
+
 @dataclass(frozen=True)
 class Kind:
     id: str  # stored on catalog entries; never in a URL
@@ -87,8 +102,9 @@ class Kind:
     # the run's progress instead, and reads the jobs itself.
     waits_for_jobs: bool = True
     # Its runs for the default parameters, which the server itself queues at start-up (DEFAULT_RUNS),
-    # so a first visitor finds them computed: a GET never starts one (web/jobs/start.py).
-    default_runs: Callable[[FastAPI], list[tuple[str, dict[str, Any]]]] | None = None
+    # so a first visitor finds them computed: a GET never starts one (web/jobs/start.py). Computed in
+    # their `order`, the kinds' together (FIRST_PAGE first), after any visitor's run.
+    default_runs: Callable[[FastAPI], list[DefaultRun]] | None = None
     # A file format of its own: such files open as this kind whatever their graph
     reader: Reader | None = None
     # Its own walkthrough files, listed first with what they teach (the first loaded one is `/`)

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     # for JOB_LEASE_S (killed, crashed, its machine gone) loses its job to another runner.
     job_runner: Literal["process", "thread", "off"] = "process"
     job_lease_s: float = Field(30.0, ge=1.0, le=3600.0)
+    # The runner process's share of the machine (app/engine/runtime/job_cpu.py): its nice value (JOB_NICE,
+    # 19: the lowest priority, so pages always win the CPU) and its cores (JOB_CPUS; 0: all but one where
+    # there are two or more, so one core is always left to serving). Each job's torch threads <= JOB_CPUS.
+    job_nice: int = Field(19, ge=0, le=19)
+    job_cpus: int = Field(0, ge=0, le=4096)
     # Only a POST starts a run (docs/explanation/jobs.md, "A fair, bounded queue"). Each client (its
     # address) may start JOB_STARTS_BURST runs at once and JOB_STARTS_PER_MIN a minute after that
     # (then 429 + Retry-After); past JOB_QUEUE_MAX queued runs in the store, a new one gets 503 +
@@ -77,6 +82,10 @@ class Settings(BaseSettings):
     job_starts_per_min: float = Field(30.0, gt=0, le=1_000_000)
     job_queue_max: int = Field(200, ge=1, le=1_000_000)
     default_runs: bool = True
+    # WARM_UP: before /readyz says ready, each compute worker draws every step of the featured walkthroughs
+    # once (imports, checkpoints, graph layouts, default steps) and the web process replays them into its
+    # response cache (app/web/warm_up.py), so a newcomer's first pages come at warm speed.
+    warm_up: bool = True
 
     @property
     def resolved_data_dir(self) -> Path:

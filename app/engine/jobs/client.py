@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from app.engine.jobs import codec
-from app.engine.jobs.runner import JobRunner
-from app.engine.jobs.tasks import JobTask, lanes
-from app.stores.jobs import ANYONE, WANT_S, Ask, JobBackend, JobRecord
+from app.engine.jobs.runner import JobRunner, process_runners, runner_name
+from app.engine.jobs.tasks import JobTask
+from app.stores.jobs import ANYONE, SERVER, WANT_S, Ask, JobBackend, JobRecord
 
 Mode = Literal["process", "thread", "off"]
 KEEP_DECODED = 16
@@ -89,14 +89,19 @@ class JobClient:
         return job
 
     def ahead(self, job: JobRecord) -> int | None:
-        """For a queued job: how many jobs of its lane (one runner each) are running or were queued before
-        it, so a page can say where it waits; None for a job that is not queued. An estimate: runners take
-        clients in turn, so another client's later first job may still go before it."""
+        """For a queued job: how many jobs go before it, so a page can say where it waits; None for a job
+        that is not queued. A visitor's job waits for the visitors' jobs of its lane (one runner each)
+        running or queued before it; the server's own (a default run) for every visitor's job running or
+        queued and the server's running or queued before it (one start-up runner, yielding to the lanes).
+        An estimate: runners take clients in turn, so another client's later first job may still go first."""
         if job.state != "queued" or job.task not in self.tasks:
             return None
+        others = [o for o in self.store.listing() if o.id != job.id and o.state in ("running", "queued")]
+        if job.client == SERVER:
+            return sum(1 for o in others if o.client != SERVER or o.state == "running" or o.created_at < job.created_at)
         lane = {name for name, task in self.tasks.items() if task.lane == self.task(job.task).lane}
-        return sum(1 for other in self.store.listing() if other.task in lane and other.id != job.id and (
-            other.state == "running" or (other.state == "queued" and other.created_at < job.created_at)))
+        return sum(1 for o in others if o.task in lane and o.client != SERVER and (
+            o.state == "running" or o.created_at < job.created_at))
 
     def result(self, job: JobRecord) -> Any | None:
         """A done job's result, decoded (once per process and id); None if it is not done (or was deleted)."""
@@ -139,10 +144,10 @@ class JobClient:
             if not self._runners:
                 from app.engine.runtime.device import current_threads
                 threads = current_threads()  # the web process's TORCH_THREADS: each runner thread pins it
-                for lane, tasks in lanes(self.tasks).items():
-                    runner = JobRunner(self.store, tasks, self._devices, self._lease_s, poll_s=0.5, threads=threads)
+                for runner in process_runners(self.store, self.tasks, self._devices, self._lease_s,
+                                              runner_name(), threads):
                     thread = threading.Thread(target=runner.run_forever, args=(self._stop,),
-                                              name=f"job-runner-{lane}", daemon=True)
+                                              name=f"job-runner-{runner.name.rsplit('/', 1)[1]}", daemon=True)
                     thread.start()
                     self._runners.append(runner)
                     self._threads.append(thread)

@@ -8,6 +8,12 @@ claims the job and runs it again from the start. Runs are seeded, so the rerun i
 to the last digit on CPU; restarting is chosen over resuming from a stage because it needs no
 checkpoint format per kind and cannot mix two runs' state. A runner that finds its lease gone
 (it was stalled past it and the job was taken over) stops at its next progress call and writes nothing.
+
+A runner process has one runner per lane for the visitors' runs and one more, the start-up runner, for
+the server's own (its default runs, client SERVER): it takes them one at a time in the order they were
+queued, only while no lane runs a visitor's job, and a run of its own pauses at its next progress call
+as soon as one does, until every lane is idle again (`Lanes`). So a visitor's run never shares the
+runners' CPU with the server's, and the start-up runs never run two at once.
 """
 from __future__ import annotations
 
@@ -21,8 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.engine.jobs import codec
-from app.engine.jobs.tasks import JobTask, code_version
-from app.stores.jobs import JobBackend, JobRecord
+from app.engine.jobs.tasks import JobTask, code_version, lanes
+from app.stores.jobs import JobBackend, JobRecord, Whose
 from app.stores.uploads import StoreUnavailable
 
 log = logging.getLogger("app.jobs")
@@ -37,15 +43,50 @@ class Stopping(Exception):
     """This runner is stopping (its process exits): the job goes back to the queue."""
 
 
+PAUSE_POLL_S = 0.05  # a paused start-up run looks this often whether the lanes are idle again
+
+
 def runner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Lanes:
+    """How many of this process's lane runners are running a visitor's job now: the start-up runner
+    claims nothing and pauses its run while any is."""
+
+    def __init__(self) -> None:
+        self._busy = 0
+        self._idle = threading.Condition()
+
+    def enter(self) -> None:
+        with self._idle:
+            self._busy += 1
+
+    def leave(self) -> None:
+        with self._idle:
+            self._busy -= 1
+            if self._busy == 0:
+                self._idle.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy > 0
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once no lane runs a job (at once if none does), False after `timeout`."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy == 0, timeout)
 
 
 class JobRunner:
     def __init__(self, store: JobBackend, tasks: Mapping[str, JobTask], devices: tuple[str, ...] = ("cpu",),
                  lease_s: float = 30.0, poll_s: float = 0.5, name: str | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, whose: Whose = "any", activity: Lanes | None = None,
+                 yields: bool = False) -> None:
         self.store, self.tasks, self.devices = store, dict(tasks), devices
+        # whose jobs it claims; the lanes' activity it reports (a lane runner) or yields to (yields: the
+        # start-up runner)
+        self.whose, self.activity, self.yields = whose, activity, yields
         self.threads = threads  # torch intra-op threads its thread pins at start (runtime/device.py's why)
         self.lease_s, self.poll_s = lease_s, poll_s
         self.name = name or runner_name()
@@ -70,16 +111,26 @@ class JobRunner:
                 self.wake.clear()
 
     def run_one(self) -> bool:
-        """Claim and run one job; False if there was none to claim."""
-        job = self.store.claim(self.name, self.lease_s, tuple(self.tasks), self.devices, code_version())
+        """Claim and run one job; False if there was none to claim (or, yielding, a lane is busy)."""
+        if self._yielding():
+            return False
+        job = self.store.claim(self.name, self.lease_s, tuple(self.tasks), self.devices, code_version(), self.whose)
         if job is None:
             return False
         self.current = job.id
+        reports = None if self.yields else self.activity
+        if reports is not None:
+            reports.enter()
         try:
             self._run(job)
         finally:
             self.current = None
+            if reports is not None:
+                reports.leave()
         return True
+
+    def _yielding(self) -> bool:
+        return self.yields and self.activity is not None and self.activity.busy
 
     def release(self) -> None:
         """At a graceful stop: hand the job being run back to the queue (another runner takes it now)."""
@@ -111,6 +162,15 @@ class JobRunner:
                 raise LeaseLost(job.id)
             if self._stop.is_set():
                 raise Stopping(job.id)
+            if self._yielding():  # a visitor's run started: this one waits (its lease still renewed)
+                log.info("job %s paused: a visitor's run goes first", job.id)
+                assert self.activity is not None
+                while not self.activity.wait_idle(PAUSE_POLL_S):
+                    if lost.is_set():
+                        raise LeaseLost(job.id)
+                    if self._stop.is_set():
+                        raise Stopping(job.id)
+                log.info("job %s resumed", job.id)
             state.update(stage=stage, step=step, done=steps_done, total=total)
             now = time.monotonic()
             if now - last[0] >= PROGRESS_EVERY_S:
@@ -143,3 +203,16 @@ class JobRunner:
             log.info("job %s done in %.1f s (%d bytes)", job.id, seconds, len(raw))
         else:
             log.warning("job %s finished here but was taken over meanwhile; result dropped", job.id)
+
+
+def process_runners(store: JobBackend, tasks: Mapping[str, JobTask], devices: tuple[str, ...], lease_s: float,
+                    name: str, threads: int | None, poll_s: float = 0.5) -> list[JobRunner]:
+    """A runner process's runners: one per lane for the visitors' runs, then the start-up runner for the
+    server's own (every task, one at a time, yielding to the lanes)."""
+    busy = Lanes()
+    runners = [JobRunner(store, lane_tasks, devices, lease_s, poll_s, f"{name}/{lane}", threads, "visitors", busy)
+               for lane, lane_tasks in sorted(lanes(tasks).items())]
+    if tasks:
+        runners.append(JobRunner(store, tasks, devices, lease_s, poll_s, f"{name}/start-up", threads, "server",
+                                 busy, yields=True))
+    return runners

@@ -25,7 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 TABLE = "grpo_jobs"
 STATES = ("queued", "running", "done", "failed")
@@ -72,6 +72,12 @@ class Ask:
 
 ANYONE = Ask()  # the terms when nobody says who asks (operators, tests)
 
+# The client of the server's own runs (its kinds' defaults, queued at start-up): runners take them
+# only when no visitor's run waits (`claim(whose="server")`, one runner per process, in the order they
+# were queued), and a visitor asking for one of them (`ensure`) makes it theirs, so it goes ahead.
+SERVER = "server"
+Whose = Literal["any", "visitors", "server"]
+
 
 class QueueFull(Exception):
     """The queue holds `queued` jobs, its bound: nothing was stored."""
@@ -117,7 +123,8 @@ class JobRecord:
 class JobBackend(Protocol):
     def ensure(self, spec: JobSpec, ask: Ask = ANYONE) -> JobRecord:
         """The row of `spec`, inserted as queued if absent (atomic: every caller gets the one row).
-        A queued row is wanted again for `ask.want_s` (and kept, if `ask.keep`). QueueFull, storing
+        A queued row is wanted again for `ask.want_s` (and kept, if `ask.keep`); a queued row of the
+        server's own (client SERVER) asked for by a visitor becomes that visitor's. QueueFull, storing
         nothing, when the row is new and `ask.max_queued` jobs are queued already."""
         ...
 
@@ -134,11 +141,12 @@ class JobBackend(Protocol):
     def result(self, ident: str) -> bytes | None: ...
 
     def claim(self, runner: str, lease_s: float, tasks: Sequence[str], devices: Sequence[str],
-              code_version: str) -> JobRecord | None:
+              code_version: str, whose: Whose = "any") -> JobRecord | None:
         """The next claimable job of these tasks, devices and code version, now held by `runner`: a
         running one whose lease ran out (its runner is gone) first, then the queued ones, clients in
-        turn (each client's oldest first). Queued jobs past their `wanted_until` and not kept are
-        deleted first. None if there is none."""
+        turn (each client's oldest first). `whose`: "visitors" leaves the server's own runs (client
+        SERVER) alone, "server" takes only those (oldest first). Queued jobs past their `wanted_until`
+        and not kept are deleted first. None if there is none."""
         ...
 
     def heartbeat(self, ident: str, runner: str, lease_s: float, stage: str, step: int, done: int,
@@ -193,6 +201,16 @@ def record(row: Sequence[Any]) -> JobRecord:
 # The columns this version added to a table an older version made (ALTER TABLE … ADD COLUMN).
 ADDED_COLUMNS = (("client", "TEXT NOT NULL DEFAULT ''"), ("keep", "INTEGER NOT NULL DEFAULT 0"),
                  ("wanted_until", "REAL"))
+
+
+def whose_clause(whose: Whose, column: str, mark: str) -> str:
+    """The claim's condition on the row's client: `mark` is the driver's placeholder for SERVER."""
+    return {"any": "", "visitors": f" AND {column} <> {mark}", "server": f" AND {column} = {mark}"}[whose]
+
+
+def promotes(ask: Ask) -> bool:
+    """A visitor's ask (a client that is neither the server nor anonymous) takes over a server's queued run."""
+    return ask.client not in ("", SERVER)
 
 
 def lost_note(runner: str | None, when: float) -> str:

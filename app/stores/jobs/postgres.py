@@ -12,7 +12,22 @@ from typing import Any
 
 import psycopg
 
-from app.stores.jobs import ANYONE, COLUMNS, MAX_ATTEMPTS, TABLE, WANT_S, Ask, JobRecord, JobSpec, QueueFull, record
+from app.stores.jobs import (
+    ANYONE,
+    COLUMNS,
+    MAX_ATTEMPTS,
+    SERVER,
+    TABLE,
+    WANT_S,
+    Ask,
+    JobRecord,
+    JobSpec,
+    QueueFull,
+    Whose,
+    promotes,
+    record,
+    whose_clause,
+)
 from app.stores.uploads.postgres import LOCK_KEY, PgConnections
 
 NOW = "extract(epoch FROM clock_timestamp())"
@@ -59,7 +74,7 @@ NEXT = (f"SELECT j.id FROM {TABLE} AS j JOIN (SELECT id, ROW_NUMBER() OVER (PART
         f"FROM {TABLE} WHERE state IN ('queued', 'running')) AS t ON t.id = j.id "
         f"LEFT JOIN (SELECT client, MAX(started_at) AS served FROM {TABLE} GROUP BY client) AS s "
         "ON s.client = j.client "
-        "WHERE j.task = ANY(%(tasks)s) AND j.device = ANY(%(devices)s) AND j.code_version = %(code)s "
+        "WHERE j.task = ANY(%(tasks)s) AND j.device = ANY(%(devices)s) AND j.code_version = %(code)s{whose} "
         f"AND (j.state = 'queued' OR (j.state = 'running' AND j.lease_until < {NOW})) "
         "ORDER BY j.state = 'running' DESC, t.turn, COALESCE(s.served, 0), j.created_at "
         "LIMIT 1 FOR UPDATE OF j SKIP LOCKED")
@@ -99,6 +114,9 @@ class PostgresJobBackend(PgConnections):
                     conn.execute(f"UPDATE {TABLE} SET keep = GREATEST(keep, %s), "
                                  f"wanted_until = GREATEST(COALESCE(wanted_until, 0), {NOW} + %s) WHERE id = %s",
                                  (int(ask.keep), ask.want_s, spec.id))
+                    if promotes(ask):
+                        conn.execute(f"UPDATE {TABLE} SET client = %s WHERE id = %s AND client = %s",
+                                     (ask.client, spec.id, SERVER))
                 return conn.execute(f"{SELECT} WHERE id = %s", (spec.id,)).fetchone()
         row = self._run(op)
         return record(row) if row is not None else self.ensure(spec, ask)
@@ -121,7 +139,8 @@ class PostgresJobBackend(PgConnections):
         return None if row is None or row[0] is None else bytes(row[0])
 
     def claim(self, runner: str, lease_s: float, tasks: Sequence[str], devices: Sequence[str],
-              code_version: str) -> JobRecord | None:
+              code_version: str, whose: Whose = "any") -> JobRecord | None:
+        nxt = NEXT.replace("{whose}", whose_clause(whose, "j.client", "%(server)s"))
         def op(conn: Conn) -> Any:
             with conn.transaction():
                 conn.execute(f"UPDATE {TABLE} SET state = 'failed', finished_at = {NOW}, lease_until = NULL, "
@@ -135,10 +154,10 @@ class PostgresJobBackend(PgConnections):
                     f"lease_until = {NOW} + %(lease)s, started_at = {NOW}, "
                     "history = j.history || CASE WHEN j.state = 'running' THEN 'runner ' || COALESCE(j.runner, '?') "
                     f"|| ' lost its lease at ' || round({NOW}) || '; taken over' || chr(10) ELSE '' END "
-                    f"FROM ({NEXT}) AS next "
+                    f"FROM ({nxt}) AS next "
                     f"WHERE j.id = next.id RETURNING {', '.join('j.' + c for c in COLUMNS)}",
                     {"runner": runner, "lease": lease_s, "tasks": list(tasks), "devices": list(devices),
-                     "code": code_version}).fetchone()
+                     "code": code_version, "server": SERVER}).fetchone()
         row = self._run(op)
         return None if row is None else record(row)
 

@@ -19,14 +19,18 @@ from app.stores.jobs import (
     ANYONE,
     COLUMNS,
     MAX_ATTEMPTS,
+    SERVER,
     TABLE,
     WANT_S,
     Ask,
     JobRecord,
     JobSpec,
     QueueFull,
+    Whose,
     lost_note,
+    promotes,
     record,
+    whose_clause,
 )
 from app.stores.uploads import StoreUnavailable
 
@@ -74,7 +78,7 @@ SELECT q.id, q.state, q.runner FROM (
            ROW_NUMBER() OVER (PARTITION BY client ORDER BY state = 'running' DESC, created_at) AS turn
     FROM {TABLE} WHERE state IN ('queued', 'running')) AS q
 LEFT JOIN (SELECT client, MAX(started_at) AS served FROM {TABLE} GROUP BY client) AS s ON s.client = q.client
-WHERE q.task IN ({{tasks}}) AND q.device IN ({{devices}}) AND q.code_version = ?
+WHERE q.task IN ({{tasks}}) AND q.device IN ({{devices}}) AND q.code_version = ?{{whose}}
   AND (q.state = 'queued' OR (q.state = 'running' AND q.lease_until < ?))
 ORDER BY q.state = 'running' DESC, q.turn, COALESCE(s.served, 0), q.created_at LIMIT 1
 """
@@ -143,6 +147,9 @@ class SqliteJobBackend:
                 conn.execute(f"UPDATE {TABLE} SET keep = MAX(keep, ?), "
                              "wanted_until = MAX(COALESCE(wanted_until, 0), ?) WHERE id = ?",
                              (int(ask.keep), now + ask.want_s, spec.id))
+                if promotes(ask):
+                    conn.execute(f"UPDATE {TABLE} SET client = ? WHERE id = ? AND client = ?",
+                                 (ask.client, spec.id, SERVER))
             found = conn.execute(f"{SELECT} WHERE id = ?", (spec.id,)).fetchone()
         return record(found)
 
@@ -167,7 +174,7 @@ class SqliteJobBackend:
         return None if row is None or row[0] is None else bytes(row[0])
 
     def claim(self, runner: str, lease_s: float, tasks: Sequence[str], devices: Sequence[str],
-              code_version: str) -> JobRecord | None:
+              code_version: str, whose: Whose = "any") -> JobRecord | None:
         now = time.time()
         marks = ", ".join("?" * len(tasks))
         dev_marks = ", ".join("?" * len(devices))
@@ -177,8 +184,9 @@ class SqliteJobBackend:
                          "not handed on again' WHERE state = 'running' AND lease_until < ? AND attempts >= ?",
                          (now, now, MAX_ATTEMPTS))
             conn.execute(EXPIRE, (now,))
-            row = conn.execute(NEXT.format(tasks=marks, devices=dev_marks),
-                               (*tasks, *devices, code_version, now)).fetchone()
+            who = () if whose == "any" else (SERVER,)
+            row = conn.execute(NEXT.format(tasks=marks, devices=dev_marks, whose=whose_clause(whose, "q.client", "?")),
+                               (*tasks, *devices, code_version, *who, now)).fetchone()
             if row is None:
                 return None
             note = lost_note(row[2], now) if row[1] == "running" else ""

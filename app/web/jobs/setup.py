@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -20,6 +19,7 @@ from app.stores.uploads import StoreUnavailable
 from app.web.jobs import paths_api
 from app.web.jobs.runner_process import RunnerProcess
 from app.web.jobs.start import StartLimiter, TooManyStarts, queue_default_runs
+from app.web.kind import DefaultRun
 from app.web.lifespan import with_server
 from app.web.middleware.http_cache import CHANGES_NOW
 from app.web.rendering import VARY, render_error, templates, wants_fragment
@@ -96,7 +96,7 @@ def install_jobs(app: FastAPI, settings: Settings) -> None:
     with_server(app, runner.start, runner.stop)  # the runner starts with the server and stops with it
 
 
-DefaultRuns = Callable[[FastAPI], list[tuple[str, dict[str, Any]]]]
+DefaultRuns = Callable[[FastAPI], list[DefaultRun]]
 
 
 def install_default_runs(app: FastAPI, kinds_runs: Sequence[DefaultRuns]) -> None:

@@ -24,7 +24,8 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from app.engine.jobs.client import JOBS
-from app.stores.jobs import Ask, JobRecord
+from app.stores.jobs import SERVER, Ask, JobRecord
+from app.web.kind import DefaultRun
 
 KEEP_CLIENTS = 10_000  # buckets remembered; the least recently seen is forgotten (it is full again by then)
 
@@ -88,8 +89,10 @@ async def start_jobs(request: Request, needed: Iterable[tuple[str, Mapping[str, 
     return jobs
 
 
-def queue_default_runs(needed: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+def queue_default_runs(needed: Iterable[DefaultRun | tuple[str, Mapping[str, Any]]]) -> None:
     """The server's own runs (its kinds' defaults), queued at start-up and kept until done: a first
-    visitor finds them computed, and no GET had to start them."""
-    for task, params in needed:
-        JOBS.submit(task, params, Ask(client="server", keep=True, want_s=JOBS.want_s))
+    visitor finds them computed, and no GET had to start them. Queued in their order (FIRST_PAGE
+    first, stable within one): the start-up runner takes the server's runs in the order they were queued."""
+    runs = sorted((DefaultRun(*run) for run in needed), key=lambda run: run.order)
+    for run in runs:
+        JOBS.submit(run.task, run.params, Ask(client=SERVER, keep=True, want_s=JOBS.want_s))

@@ -1,5 +1,7 @@
 """How many torch intra-op threads the real model's jobs run on: `SMOLLM_THREADS`, else every CPU this
-process may use (os.sched_getaffinity).
+process may use (os.sched_getaffinity), and never more than that: a job runner is confined to JOB_CPUS
+cores (app/engine/runtime/job_cpu.py, all but one by default), and threads past its cores would only
+take turns on them.
 
 The other kinds run on TORCH_THREADS (1 by default): their tensors are small, and a parallel region's
 start costs more than a second thread gives back. SmolLM2-135M's are not: on these two cores one step of
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+from app.engine.runtime.job_cpu import usable_cpus
+
 THREADS_ENV = "SMOLLM_THREADS"
 
 
@@ -20,5 +24,5 @@ def job_threads() -> int:
         value = int(configured)
         if not 1 <= value <= 256:
             raise ValueError(f"{THREADS_ENV}={configured}: must be between 1 and 256")
-        return value
-    return max(1, len(os.sched_getaffinity(0)))
+        return min(value, usable_cpus())
+    return usable_cpus()

@@ -17,7 +17,7 @@ from app.kinds.smollm.views.story import STORIES
 from app.kinds.smollm.web import api, pages, paths
 from app.web.conventions_query import conventions_from
 from app.web.errors import NotRunnable
-from app.web.kind import Kind
+from app.web.kind import REAL_STEP, DefaultRun, Kind
 
 
 def install(app: FastAPI) -> None:
@@ -73,12 +73,12 @@ def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict[str
     return [(step_task.TASK, step_task.step_params(q.params, request.app.state.device))]
 
 
-def default_runs(app: FastAPI) -> list[tuple[str, dict[str, Any]]]:
-    """The default step, computed once by the server at start-up (a first visitor finds it done);
-    none without the checkpoint."""
+def default_runs(app: FastAPI) -> list[DefaultRun]:
+    """The default step, computed once by the server at start-up (a first visitor finds it done, or its
+    progress); none without the checkpoint."""
     if checkpoint.find_gguf() is None:
         return []
-    return [(step_task.TASK, step_task.step_params(SmolParams(), app.state.device))]
+    return [DefaultRun(step_task.TASK, step_task.step_params(SmolParams(), app.state.device), REAL_STEP)]
 
 
 FEATURED = Featured(

@@ -18,7 +18,7 @@ from app.kinds.tiny_lm.views.meaning import describe_tiny_lm
 from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.web import api, pages
 from app.web.conventions_query import conventions_from
-from app.web.kind import Kind
+from app.web.kind import FIRST_PATH, LONG_PATHS, DefaultRun, Kind
 
 
 def install(app: FastAPI) -> None:
@@ -45,9 +45,11 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale, conventions)
 
 
-def default_runs(app: FastAPI) -> list[tuple[str, dict]]:
-    """Every path the box offers at its default seed (R1-Zero with its Dr. GRPO twin), on the server's device."""
-    return [run for p in PATH_IDS for run in path_jobs(p, DEFAULT_SEED, app.state.device, overlay=False)]
+def default_runs(app: FastAPI) -> list[DefaultRun]:
+    """Every path the box offers at its default seed (R1-Zero with its Dr. GRPO twin), on the server's device:
+    the first the box shows (R1-Zero) before the real model's step, the others after it."""
+    return [DefaultRun(task, params, FIRST_PATH if p == PATH_IDS[0] else LONG_PATHS)
+            for p in PATH_IDS for task, params in path_jobs(p, DEFAULT_SEED, app.state.device, overlay=False)]
 
 
 FEATURED = Featured(

@@ -21,7 +21,7 @@ from app.kinds.toy.views.story import STORIES
 from app.kinds.toy.web import api, processes
 from app.kinds.toy.web.pages import step_page
 from app.kinds.toy.web.schemas.processes import process_run_payload
-from app.web.kind import Kind
+from app.web.kind import FIRST_PAGE, DefaultRun, Kind
 
 
 def install(app: FastAPI) -> None:
@@ -74,10 +74,11 @@ def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict]]:
     return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed)) for pid in catalog.ids]
 
 
-def default_runs(app: FastAPI) -> list[tuple[str, dict]]:
-    """Every path at the page's default seed and at the API's (0): what a first visitor opens."""
+def default_runs(app: FastAPI) -> list[DefaultRun]:
+    """Every path at the page's default seed and at the API's (0): what a first visitor opens, first of all
+    (seconds in all)."""
     catalog: ProcessCatalog = app.state.processes
-    return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed))
+    return [DefaultRun(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed), FIRST_PAGE)
             for seed in dict.fromkeys((DEFAULT_SEED, 0)) for pid in catalog.ids]
 
 
