@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # Workers are separate processes: hand them the effective settings via env.
+    # HOST and PORT too: the app says its URL when it is ready (app/web/warm_up.py).
     os.environ.update({"WALKTHROUGHS_DIR": str(settings.walkthroughs_dir), "DEVICE": settings.device,
-                       "JOB_RUNNER": settings.job_runner})
+                       "JOB_RUNNER": settings.job_runner, "HOST": settings.host, "PORT": str(settings.port)})
     # Limits at the edge (docs/reference/configuration.md "Limits"): httptools plus a 431 head cap and a header timeout
     # (HEADER_TIMEOUT_S, read by each worker from the environment), idle keep-alive closed.
     uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,

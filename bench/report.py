@@ -35,6 +35,11 @@ SMOL_PAGE_LIMIT_MS = 300.0  # a finished step page's response (the slowest of th
 # issue 34: "memory stays bounded while reading": our bound, the token reader's RSS growth over a 1 GB directory
 RUN_READ_GROWTH_LIMIT_MB = 256.0
 SMOL_RUN_LIMIT_S = 600.0  # issue 33: an R1-Zero run of at least 20 steps on the CPU "within 10 minutes"
+# issue 47: the first minute (phases/first_minute.py): every first page after /readyz, with the default runs computing
+FIRST_PAGE_LIMIT_MS = 1000.0
+FIRST_PAGE_RATIO_LIMIT = 1.5  # against the same page's first request with DEFAULT_RUNS=false
+FIRST_SMOL_RATIO_LIMIT = 1.3  # the real model's default step among the start-up runs, against it alone
+FIRST_PAGES = ("toy", "tiny_lm", "smollm", "upload", "run_example")
 # A linear-growth limit is also the ideal, so timing noise alone would "miss" it
 # half the time: growth targets are met up to ratio 1 + GROWTH_NOISE.
 GROWTH_NOISE = 0.10
@@ -91,11 +96,16 @@ FIGURES = (
     "smol_run_steps", "smol_run_group_size", "smol_run_new_tokens", "smol_run_s", "smol_run_step_median_s",
     "smol_run_peak_rss_mb",
     *(f"smol_{k}_{v}_ms" for k in ("layout", "dot") for v in SMOL_VIEWS),
+    # the first minute (issue 47): bench/phases/first_minute.py
+    *(f"first_{k}_{m}_s" for k in ("healthz", "ready", "smol_step") for m in ("on", "off")),
+    *(f"first_{p}_{w}{m}_ms" for p in FIRST_PAGES for w in ("", "warm_") for m in ("on", "off")),
+    *(f"first_uncached_tensors_{m}_{s}_ms" for m in ("on", "off") for s in ("median", "max")),
+    "first_page_max_on_ms", "first_page_ratio_max", "first_smol_step_ratio",
 )
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
            *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page", "overload_healthz", "overload_page",
-           "run_read_memory", "smol_step", "smol_page", "smol_run")
+           "run_read_memory", "smol_step", "smol_page", "smol_run", "first_page", "first_page_ratio", "first_smol")
 
 
 def evaluate(f: dict) -> list[dict]:
@@ -155,6 +165,13 @@ def evaluate(f: dict) -> list[dict]:
         lambda: target("smol_run", f"SmolLM2 R1-Zero run, {int(f['smol_run_steps'])} steps of "
                        f"G={int(f['smol_run_group_size'])}×{int(f['smol_run_new_tokens'])}, wall", f["smol_run_s"],
                        "<=", SMOL_RUN_LIMIT_S, f"≤ {SMOL_RUN_LIMIT_S:.0f}", "s"),
+        # the first minute (issue 47)
+        lambda: target("first_page", "first minute: slowest first page after /readyz, default runs computing",
+                       f["first_page_max_on_ms"], "<=", FIRST_PAGE_LIMIT_MS, f"≤ {FIRST_PAGE_LIMIT_MS:.0f}", "ms"),
+        lambda: target("first_page_ratio", "first minute: largest first page ratio, runs on / off (floored at 5 ms)",
+                       f["first_page_ratio_max"], "<=", FIRST_PAGE_RATIO_LIMIT, f"≤ {FIRST_PAGE_RATIO_LIMIT:g}", "×"),
+        lambda: target("first_smol", "first minute: the real model's default step, among the start-up runs / alone",
+                       f["first_smol_step_ratio"], "<=", FIRST_SMOL_RATIO_LIMIT, f"≤ {FIRST_SMOL_RATIO_LIMIT:g}", "×"),
     ]
     out = []
     for make in makers:
@@ -273,6 +290,8 @@ def table_rows(f: dict, targets: list[dict], proc: str) -> list[tuple[str, str, 
         *_run_rows(f, info, t_row),
         # the real model (issue 33): phases/smollm.py
         *_smol_rows(f, info, t_row),
+        # the first minute (issue 47): phases/first_minute.py
+        *_first_minute_rows(f, info, t_row),
     ]
     rows = []
     for make in makers:  # a row whose figures or target this run lacks (`--phases`) is left out
@@ -379,3 +398,32 @@ def _smol_rows(f: dict, info, t_row) -> list:
 def markdown_table(rows) -> str:
     head = "| figure | value | target | ratio | met? |\n|---|---:|---|---:|---|\n"
     return head + "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
+
+
+def _first_minute_rows(f: dict, info, t_row) -> list:
+    """The first minute: start-up to healthy and to ready, each first page on / off, warm pages, the real step."""
+    def pair(key: str) -> str:
+        return f"{f[key.format('on')]:.1f} / {f[key.format('off')]:.1f}"
+
+    def spread(mode: str) -> str:
+        key = f"first_uncached_tensors_{mode}"
+        return f"{fmt(f[key + '_median_ms'])} / {fmt(f[key + '_max_ms'])}"
+    pages = " / ".join(FIRST_PAGES)
+    return [
+        lambda: info("first minute: process start to /healthz, to /readyz; default runs on / off",
+                     f"{pair('first_healthz_{}_s')}; {pair('first_ready_{}_s')}", "s"),
+        lambda: info(f"first minute: first request of {pages}, default runs on",
+                     " / ".join(fmt(f[f"first_{p}_on_ms"]) for p in FIRST_PAGES), "ms"),
+        lambda: info("… the same, default runs off",
+                     " / ".join(fmt(f[f"first_{p}_off_ms"]) for p in FIRST_PAGES), "ms"),
+        t_row("first_page"),
+        t_row("first_page_ratio"),
+        lambda: info("… warm (median of 5), on / off",
+                     " / ".join(f"{fmt(f[f'first_{p}_warm_on_ms'])}|{fmt(f[f'first_{p}_warm_off_ms'])}"
+                                for p in FIRST_PAGES), "ms"),
+        lambda: info("… toy tensors of a new seed (computed), median / max, on; off",
+                     f"{spread('on')}; {spread('off')}", "ms"),
+        lambda: info("… the real model's default step, among the start-up runs / alone",
+                     pair("first_smol_step_{}_s"), "s"),
+        t_row("first_smol"),
+    ]

@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import ACCEPT_ENCODING, ROOT, log, machine_facts, server
 from bench.phases.browser import browser_phase
 from bench.phases.engine import engine_phase
+from bench.phases.first_minute import first_minute_phase
 from bench.phases.http import http_phase
 from bench.phases.jobs import jobs_phase
 from bench.phases.overload import overload_phase
@@ -77,7 +78,7 @@ from bench.wrk import parse_wrk
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
 PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "jobs",
-          "overload", "record", "run", "smollm")
+          "overload", "record", "run", "smollm", "first_minute")
 # run against one app process
 HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "jobs", "overload"})
 
@@ -211,6 +212,8 @@ def main(argv=None) -> int:
         run_phase(args, figures, details, log_path)
     if "smollm" in selected:  # fresh processes and an app of its own (the real model: GBs, minutes)
         smollm_phase(args, figures, details, log_path)
+    if "first_minute" in selected:  # two fresh servers, as `make run` starts them (issue 47): minutes
+        first_minute_phase(args, figures, details, log_path)
     if "http" in selected:
         figures["web_overhead_ms"] = figures["tensors_uncached_c1_p50_ms"] - figures["engine_step_ms"]
     if "engine" in selected:

@@ -94,17 +94,35 @@ class Readiness:
 
 async def warm_web(app: Any, readiness: Readiness, announce: str | None) -> None:
     """In the web process, from its lifespan: wait for the workers' warm-up, request the first pages
-    through the app itself, then say ready (and print `announce`, the URL to open)."""
-    import httpx  # the test extra's and FastAPI's own: imported only when warming
+    through the app itself, then say ready (and print `announce`, the URL to open). A warm-up that
+    fails is logged and the server says ready anyway: it serves as it would have without one."""
+    try:
+        await _wait_for_workers(app, readiness)
+        await _request_first_pages(app, readiness)
+    except Exception:
+        log.exception("warm-up failed; serving without it")
+    done = time.monotonic()
+    log.info("warm-up: %d pages in %.1f s (%d failed)", readiness.pages, done - readiness.began, readiness.failed)
+    if announce:  # said before /readyz says it, so whoever sees ready can read it
+        print(f"{announce} (ready in {done - readiness.began:.1f} s)", flush=True)
+    readiness.ready_at = done
 
+
+async def _wait_for_workers(app: Any, readiness: Readiness) -> None:
     pool = getattr(app.state.compute, "pool", None)
-    if pool is not None:
-        readiness.stage = "compute workers warming"
-        deadline = time.monotonic() + WORKERS_WAIT_S
-        while not pool.all_warm() and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        if not pool.all_warm():
-            log.warning("warm-up: the compute workers were not warm after %.0f s; ready without them", WORKERS_WAIT_S)
+    if pool is None:  # computing in threads of this process: the page requests warm it
+        return
+    readiness.stage = "compute workers warming"
+    deadline = time.monotonic() + WORKERS_WAIT_S
+    while not pool.all_warm() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    if not pool.all_warm():
+        log.warning("warm-up: the compute workers were not warm after %.0f s; ready without them", WORKERS_WAIT_S)
+
+
+async def _request_first_pages(app: Any, readiness: Readiness) -> None:
+    import httpx
+
     readiness.stage = "first pages"
     urls = [*HOUSE_PAGES, *(URLS.step(w, s) for w, s in featured_steps(app))]
     transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 0))
@@ -112,15 +130,9 @@ async def warm_web(app: Any, readiness: Readiness, announce: str | None) -> None
                                  timeout=120) as client:
         for url in urls:
             try:
-                response = await client.get(url)
-                ok = response.status_code < 500
+                ok = (await client.get(url)).status_code < 500
             except Exception:
                 log.warning("warm-up: GET %s failed", url, exc_info=True)
                 ok = False
             readiness.pages += ok
             readiness.failed += not ok
-    readiness.ready_at = time.monotonic()
-    log.info("warm-up: %d pages in %.1f s (%d failed)", readiness.pages, readiness.ready_at - readiness.began,
-             readiness.failed)
-    if announce:
-        print(f"{announce} (ready in {readiness.ready_at - readiness.began:.1f} s)", flush=True)

@@ -9,8 +9,9 @@ import os
 import subprocess
 import sys
 
-from app.engine.runtime.job_cpu import job_cpu_count
 from paths import ROOT
+
+from app.engine.runtime.job_cpu import job_cpu_count
 
 
 def test_all_cores_but_one_by_default_or_what_job_cpus_says():

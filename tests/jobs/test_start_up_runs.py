@@ -68,7 +68,7 @@ def test_the_defaults_are_queued_in_the_order_a_visitor_needs_them(tmp_path):
     JOBS.configure(store, {"t": task}, "off")
     try:
         queue_default_runs([DefaultRun("t", {"n": 0}, LONG_PATHS), DefaultRun("t", {"n": 1}, REAL_STEP),
-                            ("t", {"n": 2}), DefaultRun("t", {"n": 3}, FIRST_PATH), DefaultRun("t", {"n": 4}),
+                            ("t", {"n": 2}), DefaultRun("t", {"n": 3}, FIRST_PATH), DefaultRun("t", {"n": 4}, FIRST_PAGE),
                             DefaultRun("t", {"n": 5}, LONG_PATHS)])
         order = [job.params["n"] for job in sorted(store.listing(), key=lambda j: j.created_at)]
         assert order == [2, 4, 3, 1, 0, 5]  # FIRST_PAGE (a plain pair is one), FIRST_PATH, REAL_STEP, LONG_PATHS

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.house import create_app
 from app.views.urls import URLS
+from app.web.schemas.health import ReadyBody
 from app.web.settings import Settings
 from app.web.warm_up import HOUSE_PAGES, Readiness, featured_steps, warm_worker
 
@@ -33,6 +34,7 @@ def test_a_warming_server_is_not_ready_and_says_where_it_stands(tmp_path):
     r = client.get("/readyz")
     assert r.status_code == 503 and r.headers["retry-after"] == "1"
     assert r.json()["ready"] is False and r.json()["stage"] == "compute workers warming"
+    assert ReadyBody.model_validate(r.json()).pages == 0  # the document's body, key for key
     assert client.get("/healthz").status_code == 200  # alive all along
 
 
@@ -47,6 +49,7 @@ def test_the_warm_up_draws_every_featured_step_then_says_ready(tmp_path):
         while (r := client.get("/readyz")).status_code != 200 and time.monotonic() < deadline:
             time.sleep(0.1)
         body = r.json()
+        ReadyBody.model_validate(body)
         assert r.status_code == 200 and body["ready"] is True and body["stage"] == "ready"
         assert body["pages"] == len(HOUSE_PAGES) + len(steps) and body["failed"] == 0
         # each was kept by the response cache as a browser asks (gzip), so its first request is a replay;

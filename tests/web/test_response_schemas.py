@@ -23,7 +23,7 @@ from app.kinds.toy.web.schemas.compare import CompareBody
 from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
 from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
 from app.web.schemas.errors import ErrorBody, NotStartedBody, ParamError, ValidationErrorBody
-from app.web.schemas.health import HealthBody
+from app.web.schemas.health import HealthBody, ReadyBody
 from app.web.schemas.jobs import PathJobBody
 from app.web.schemas.walkthroughs import UploadBody, WalkthroughItem, WalkthroughSummary
 from app.web.settings import PROJECT_ROOT, Settings
@@ -185,6 +185,7 @@ def ref(model: type[BaseModel]) -> str:
 
 OK = [
     ("/healthz", "get", "200", HealthBody),
+    ("/readyz", "get", "200", ReadyBody),
     ("/api/walkthroughs/{walkthrough_id}", "get", "200", WalkthroughSummary),
     ("/api/walkthroughs/{walkthrough_id}/tensors", "get", "200", TensorsBody),
     ("/api/walkthroughs/{walkthrough_id}/compare", "get", "200", CompareBody),
@@ -215,6 +216,7 @@ def test_openapi_walkthrough_list(openapi):
 
 ERRORS = [  # every GET operation of the document, with the error bodies it declares
     ("/healthz", {}),
+    ("/readyz", {"503": ReadyBody}),  # still warming up
     ("/api/walkthroughs", {"422": ValidationErrorBody}),  # an unknown query parameter
     ("/api/processes", {"422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}", {"404": ErrorBody, "422": ValidationErrorBody}),
@@ -272,6 +274,7 @@ def test_openapi_422_is_the_apps_body(openapi):
 
 DOCUMENTED = [  # (path in the document, URL): GET bodies checked against the document itself
     ("/healthz", "/healthz"),
+    ("/readyz", "/readyz"),
     ("/api/walkthroughs", "/api/walkthroughs"),
     ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/toy_grpo"),
     ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/nope"),

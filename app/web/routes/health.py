@@ -2,7 +2,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from app.web.schemas.base import AsBuilt
-from app.web.schemas.health import HealthBody
+from app.web.schemas.errors import error
+from app.web.schemas.health import HealthBody, ReadyBody
 
 router = APIRouter(tags=["health"])
 
@@ -14,8 +15,10 @@ async def healthz() -> dict:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={200: {"description": "Serving its first pages at warm speed"},
-                                  503: {"description": "Still warming up (Retry-After)"}})
+@router.get("/readyz", response_model=AsBuilt, responses={
+    200: {"model": ReadyBody, "description": "Serving its first pages at warm speed."},
+    503: error("Still warming up: `stage` says where.", ReadyBody, headers={"Retry-After": {
+        "description": "Seconds to wait before asking again.", "schema": {"type": "integer"}}})})
 async def readyz(request: Request) -> JSONResponse:
     """For load balancers and `make run`: the process serves its first pages at warm speed. 503 while
     its compute workers draw the featured walkthroughs and it replays them into its cache (WARM_UP,

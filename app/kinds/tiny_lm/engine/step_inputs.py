@@ -25,6 +25,7 @@ class PathRun:
     """One path's job as the store has it now (None: nobody started it), and its result once done."""
     job: JobRecord | None
     result: Any | None
+    ahead: int | None = None  # queued: how many runs go before it (JobClient.ahead)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class TokenInputs:
 
 
 def _run(job: JobRecord | None) -> PathRun:
-    return PathRun(job, None if job is None else JOBS.result(job))
+    if job is None:
+        return PathRun(None, None)
+    return PathRun(job, JOBS.result(job), JOBS.ahead(job) if job.state == "queued" else None)
 
 
 def path_jobs(path: str, seed: int, device: str, overlay: bool) -> list[tuple[str, dict[str, Any]]]:

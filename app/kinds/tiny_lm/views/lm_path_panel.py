@@ -96,6 +96,7 @@ class PathPanel:
     showcase: Showcase | None = None
     dr: DrGrpoView | None = None  # R1-Zero only: the same run under Dr. GRPO's conventions
     overlay: OverlayView | None = None  # set in overlay mode (then nothing above is)
+    ahead: int | None = None  # queued: how many runs go before it (the server's start-up runs included)
     overlay_url: str | None = None  # the three paths together
     single_url: str | None = None  # back from the overlay to the path's own view
     start_url: str | None = None  # POST: start the runs nobody has started (a link never does)
@@ -141,7 +142,8 @@ def _curves(result: PathResult) -> tuple[tuple[LineChart, ...], tuple[StageRow, 
 def build_path_panel(path: str | None, job: JobRecord | None, result: PathResult | None, urls: dict[str, str],
                      poll_url: str | None, retry_url: str | None = None, *, dr: DrGrpoView | None = None,
                      overlay: OverlayView | None = None, overlay_url: str | None = None,
-                     single_url: str | None = None, start_url: str | None = None) -> PathPanel:
+                     single_url: str | None = None, start_url: str | None = None,
+                     ahead: int | None = None) -> PathPanel:
     choices = tuple(PathChoice(p, PATH_TITLES[p], urls[p], p == path and overlay is None) for p in PATH_IDS)
     if path is None or job is None:
         return PathPanel(path, PATH_TITLES.get(path or ""), choices, job, None, start_url=start_url,
@@ -152,7 +154,7 @@ def build_path_panel(path: str | None, job: JobRecord | None, result: PathResult
     if result is None:
         failed = job.state == "failed"
         return PathPanel(path, PATH_TITLES[path], choices, job, None if failed else poll_url,
-                         retry_url=retry_url if failed else None, overlay_url=overlay_url)
+                         retry_url=retry_url if failed else None, overlay_url=overlay_url, ahead=ahead)
     charts, stages = _curves(result)
     return PathPanel(path, PATH_TITLES[path], choices, job, None, result, None, charts, stages, result.examples,
                      example_rows(path, result.examples), build_length_view(result), build_start_habits(result),

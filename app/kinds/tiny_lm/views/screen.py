@@ -224,7 +224,8 @@ def path_panel(walkthrough_id: str, q: TokenQuery, runs: PathInputs | None, urls
     if runs.dr_grpo is not None and runs.dr_grpo.job is not None and main.result is not None:
         dr = build_dr_grpo_view(main.result, runs.dr_grpo.job, runs.dr_grpo.result, poll,
                                 lm_urls.lm_path(walkthrough_id, q.path, {**box, "compare": DR_GRPO.preset}))
-    return build_path_panel(q.path, main.job, main.result, urls, poll, retry, dr=dr, overlay_url=overlay_url)
+    return build_path_panel(q.path, main.job, main.result, urls, poll, retry, dr=dr, overlay_url=overlay_url,
+                            ahead=main.ahead)
 
 
 def tokens_api_url(walkthrough_id: str, step_id: str, q: TokenQuery, node: str | None = None) -> str:
