@@ -114,6 +114,8 @@ def _warm_up(app: FastAPI, settings: Settings) -> None:
     announce = f"GRPO walkthrough ready: http://{settings.host}:{settings.port}/"
 
     def start() -> None:
+        print("GRPO walkthrough: warming up (each compute worker draws the featured walkthroughs once); "
+              "the URL to open follows when it is ready.", flush=True)
         readiness.began = time.monotonic()
         app.state.warming = asyncio.get_running_loop().create_task(warm_web(app, readiness, announce))
 

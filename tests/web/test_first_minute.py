@@ -14,7 +14,6 @@ import time
 
 import httpx
 import pytest
-
 from live_server import running_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
@@ -71,7 +70,7 @@ def test_pages_answer_within_their_budgets_while_the_runner_is_saturated(tmp_pat
         assert client.get(VISITORS_PATH).json()["state"] == "running"
 
         took: dict[str, list[float]] = {name: [] for name in BUDGET_S}
-        for i in range(10):
+        for _ in range(10):
             took["healthz"].append(timed(client, "/healthz"))
             took["replayed page"].append(timed(client, TOY_STEP))
         for seed in range(8):

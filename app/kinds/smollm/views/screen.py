@@ -34,6 +34,7 @@ class RunState:
     seconds: float | None = None
     install_hint: str = ""
     ahead: int | None = None  # a queued step: runs of this model's runner ahead of it (JobClient.ahead)
+    startup: bool = False  # the server's own default run: computed one at a time with the others, after visitors'
 
     @property
     def waiting(self) -> bool:

@@ -15,6 +15,7 @@ from app.kinds.smollm.engine import checkpoint, step_task
 from app.kinds.smollm.views.query import BadSmolView, SmolQuery, read_smol_query
 from app.kinds.smollm.views.screen import RunState, build_smol_screen
 from app.kinds.smollm.web.paths import build_panel
+from app.stores.jobs import SERVER
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.deps import CatalogDep, DeviceDep, find_loaded
@@ -53,7 +54,7 @@ def run_state(q: SmolQuery, device: str):
         return RunState("not-started"), None
     if job.state == "failed":
         return RunState("failed", error=job.error), None
-    return RunState(job.state, job.stage, job.fraction, ahead=JOBS.ahead(job)), None
+    return RunState(job.state, job.stage, job.fraction, ahead=JOBS.ahead(job), startup=job.client == SERVER), None
 
 
 def step_page(asked: StepRequest) -> Response:
