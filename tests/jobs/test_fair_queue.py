@@ -8,17 +8,9 @@ import time
 
 import pytest
 
-from app.stores.jobs import Ask, JobSpec, QueueFull, open_job_backend
+from app.stores.jobs import Ask, JobSpec, QueueFull
 
 CODE = "test-code"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    url = request.getfixturevalue("postgres_server").create_database() if request.param == "postgres" else None
-    backend = open_job_backend(tmp_path / "data", url)
-    yield backend
-    backend.close()
 
 
 def spec(seed: int) -> JobSpec:

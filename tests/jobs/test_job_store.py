@@ -7,19 +7,9 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
-from app.stores.jobs import MAX_ATTEMPTS, JobSpec, open_job_backend
+from app.stores.jobs import MAX_ATTEMPTS, JobSpec
 
 CODE = "test-code"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    url = request.getfixturevalue("postgres_server").create_database() if request.param == "postgres" else None
-    backend = open_job_backend(tmp_path / "data", url)
-    yield backend
-    backend.close()
 
 
 def spec(seed: int = 0, task: str = "t", device: str = "cpu") -> JobSpec:

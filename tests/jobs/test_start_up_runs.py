@@ -8,8 +8,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from app.engine.jobs.client import JobClient
 from app.engine.jobs.runner import JobRunner, Lanes, process_runners
 from app.engine.jobs.tasks import JobTask, code_version
@@ -19,14 +17,6 @@ from app.web.kind import FIRST_PAGE, FIRST_PATH, LONG_PATHS, REAL_STEP, DefaultR
 CODE = "test-code"
 SERVERS = Ask(client=SERVER, keep=True)
 VISITOR = Ask(client="203.0.113.7")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    url = request.getfixturevalue("postgres_server").create_database() if request.param == "postgres" else None
-    backend = open_job_backend(tmp_path / "data", url)
-    yield backend
-    backend.close()
 
 
 def spec(seed: int, task: str = "t") -> JobSpec:
