@@ -44,6 +44,7 @@ class Stopping(Exception):
 
 
 PAUSE_POLL_S = 0.05  # a paused start-up run looks this often whether the lanes are idle again
+PAUSED = "paused: a visitor's run goes first"  # a paused start-up run's stage, as its page shows it
 
 
 def runner_name() -> str:
@@ -165,6 +166,8 @@ class JobRunner:
             if self._yielding():  # a visitor's run started: this one waits (its lease still renewed)
                 log.info("job %s paused: a visitor's run goes first", job.id)
                 assert self.activity is not None
+                state["stage"] = PAUSED  # what its page shows meanwhile
+                beat()
                 while not self.activity.wait_idle(PAUSE_POLL_S):
                     if lost.is_set():
                         raise LeaseLost(job.id)
