@@ -116,18 +116,19 @@ def server(python: str, device: str, log_level: str, log_path: Path, env: dict |
         stop(proc)
 
 
-def wait_healthy(proc: subprocess.Popen, port: int, timeout: float) -> None:
+def wait_healthy(proc: subprocess.Popen, port: int, timeout: float, path: str = "/healthz") -> None:
+    """Until `path` answers 200 (/readyz: until the app's warm-up is done)."""
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"the app exited with {proc.returncode} during start-up (see the bench log)")
         try:
-            if get(port, "/healthz", timeout=2)[0] == 200:
+            if get(port, path, timeout=2)[0] == 200:
                 return
         except OSError:
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"no 200 from /healthz within {timeout} s")
+            raise RuntimeError(f"no 200 from {path} within {timeout} s")
         time.sleep(0.005)  # short: the start-up figure is read off this loop
 
 

@@ -18,14 +18,12 @@ Every request sends a browser's Accept-Encoding and is timed from send to the bo
 """
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import ACCEPT_ENCODING, ROOT, app_command, free_port, get, log, stop
+from bench.common import ACCEPT_ENCODING, get, log, server, wait_healthy
 
 FIRST_PAGES = {  # name -> URL, in a newcomer's order
     "toy": "/walkthroughs/toy_grpo/steps/policy",
@@ -45,20 +43,6 @@ def _timed(port: int, path: str, method: str = "GET") -> tuple[float, int, dict]
     began = time.perf_counter()
     status, headers, _ = get(port, path, HEADERS, timeout=120, method=method)
     return (time.perf_counter() - began) * 1e3, status, headers
-
-
-def _wait(port: int, proc: subprocess.Popen, path: str, began: float, timeout: float) -> float:
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the app exited with {proc.returncode} during start-up (see the bench log)")
-        try:
-            if get(port, path, timeout=2)[0] == 200:
-                return time.perf_counter() - began
-        except OSError:
-            pass
-        if time.perf_counter() - began > timeout:
-            raise RuntimeError(f"no 200 from {path} within {timeout:.0f} s")
-        time.sleep(0.02)
 
 
 def _run_example(port: int) -> tuple[float, int]:
@@ -96,17 +80,14 @@ def _smol_step_seconds(port: int, start: bool) -> float:
 def _one_server(args, default_runs: bool, log_path: Path) -> dict:
     mode = "on" if default_runs else "off"
     with tempfile.TemporaryDirectory(prefix=f"bench-first-{mode}-") as data:
-        dropped = ("DEFAULT_RUNS", "WARM_UP", "COMPUTE_PROCESSES", "JOB_RUNNER")  # `make run`'s defaults, not a test's
-        env = {k: v for k, v in os.environ.items() if k not in dropped}
-        env.update(DATA_DIR=data, DEFAULT_RUNS="true" if default_runs else "false")
-        port = free_port()
+        # `make run`'s defaults, not a test's: those four removed from the app's environment
+        env = {"DATA_DIR": data, "DEFAULT_RUNS": "true" if default_runs else "false", "WARM_UP": None,
+               "COMPUTE_PROCESSES": None, "JOB_RUNNER": None}
         began = time.perf_counter()
-        with open(log_path, "ab") as out:
-            proc = subprocess.Popen(app_command(args.python, port, args.device, args.log_level), cwd=ROOT, env=env,
-                                    stdout=out, stderr=subprocess.STDOUT)
-        try:
-            healthz_s = _wait(port, proc, "/healthz", began, READY_TIMEOUT_S)
-            ready_s = _wait(port, proc, "/readyz", began, READY_TIMEOUT_S)
+        with server(args.python, args.device, args.log_level, log_path, env) as (port, proc):
+            healthz_s = time.perf_counter() - began
+            wait_healthy(proc, port, READY_TIMEOUT_S, "/readyz")
+            ready_s = time.perf_counter() - began
             log(f"first minute, default runs {mode}: /healthz at {healthz_s:.1f} s, /readyz at {ready_s:.1f} s")
             first, statuses = {}, {}
             for name, url in FIRST_PAGES.items():
@@ -124,8 +105,6 @@ def _one_server(args, default_runs: bool, log_path: Path) -> dict:
             log(f"first minute, default runs {mode}: the real model's default step {smol_s:.1f} s")
             return {"healthz_s": healthz_s, "ready_s": ready_s, "first_ms": first, "warm_ms": warm,
                     "statuses": statuses, "uncached_tensors_ms": uncached, "smol_step_s": smol_s}
-        finally:
-            stop(proc)
 
 
 def first_minute_phase(args, figures: dict, details: dict, log_path: Path) -> None:
