@@ -40,9 +40,9 @@ from peers.cases import AGREEMENT, relative_difference
 transformers = pytest.importorskip("transformers")
 from tokenizers import Tokenizer, pre_tokenizers  # noqa: E402  (after the skip)
 
+from app.engine.lm.decoder import positions_from_mask  # noqa: E402
+from app.engine.lm.text import chat_prompt  # noqa: E402
 from app.kinds.smollm.engine import checkpoint  # noqa: E402
-from app.kinds.smollm.engine.llama import positions_from_mask  # noqa: E402
-from app.kinds.smollm.engine.text import chat_prompt  # noqa: E402
 
 GGUF = checkpoint.installed_gguf()
 pytestmark = pytest.mark.skipif(GGUF is None, reason=f"no SmolLM2 GGUF file: {checkpoint.INSTALL_HINT}")

@@ -1,7 +1,7 @@
 """The real model's live step (app/kinds/smollm/engine/step.py, issue 33) against TRL's own GRPO code.
 
 The step runs on the tiny GGUF (tests/kinds/smollm/smollm_tiny_gguf.py: the real model's architecture, loader,
-tokenizer and chat template at Llama.small's size), float32 as on the real model, with real sampled ragged
+tokenizer and chat template at Decoder.small's size), float32 as on the real model, with real sampled ragged
 completions and rewards that differ. Its recorded samples and log-probs (log π, log π_old, log π_ref, the
 completion lengths, the rewards) go to TRL through the harness peers/test_trl.py and test_token_level.py use
 (`trl_config`, `trl_step`: GRPOTrainer._generate_and_score_completions for the advantages, GRPOTrainer.

@@ -26,6 +26,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ["app/web", "app/views", "app/engine", "app/domain", "app/stores", "app/export", "templates", "static/css",
           "static/js"]
 ENTRY_POINTS = {"app/export/__main__.py"}  # asks the house for the kinds' export targets, by no name
+# Model data that shares a word with a kind's id: llama.cpp's pre-tokenizer names (GGUF `tokenizer.ggml.pre`),
+# allowed only as the quoted value in the LM stack's tokenizer table
+MODEL_DATA = {"app/engine/lm/text.py": re.compile(r'"smollm"')}
 
 
 def kind_words() -> re.Pattern[str]:
@@ -56,7 +59,7 @@ def test_the_shared_layers_and_templates_name_no_kind():
             if not path.is_file() or path.suffix not in {".py", ".html", ".css", ".js"} or rel in ENTRY_POINTS:
                 continue
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if (m := found.search(line)) is not None:
+                if (m := found.search(MODEL_DATA[rel].sub("", line) if rel in MODEL_DATA else line)) is not None:
                     hits.append(f"{rel}:{n}: {m.group(0)!r} in {line.strip()[:90]}")
     assert not hits, "a shared file names a kind:\n" + "\n".join(hits)
 

@@ -1,4 +1,4 @@
-"""A Llama decoder, as plain torch modules (nanoGPT's shape): the architecture of SmolLM2-135M-Instruct.
+"""The LM stack's decoder, as plain torch modules (nanoGPT's shape): a Llama-family transformer.
 
 Token embedding, `n_layer` pre-norm blocks (RMSNorm, grouped-query causal self-attention with rotary
 position embeddings, RMSNorm, SwiGLU MLP), a final RMSNorm and the LM head, whose weight is the
@@ -15,7 +15,7 @@ only itself: its output is finite, and meaningless.
 
 RoPE follows the HF "rotate_half" convention: a head's first D/2 channels pair with its last D/2.
 GGUF files store Q and K rows permuted for llama.cpp's interleaved pairs; the loader
-(gguf_weights.py) puts them back, so this module is the one convention.
+(gguf_file.py) puts them back, so this module is the one convention.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
 
 @dataclass(frozen=True)
-class LlamaConfig:
+class DecoderConfig:
     vocab_size: int
     n_layer: int
     n_embd: int
@@ -132,7 +132,7 @@ class RotaryEmbedding(nn.Module):
 class Attention(nn.Module):
     """Causal grouped-query self-attention: H query heads share K key/value heads (H / K each)."""
 
-    def __init__(self, cfg: LlamaConfig):
+    def __init__(self, cfg: DecoderConfig):
         super().__init__()
         self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
         self.q = nn.Linear(cfg.n_embd, cfg.n_head * cfg.head_dim, bias=False)  # C -> H·D
@@ -168,7 +168,7 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     """SwiGLU: down(silu(gate(x)) · up(x))."""
 
-    def __init__(self, cfg: LlamaConfig):
+    def __init__(self, cfg: DecoderConfig):
         super().__init__()
         self.gate = nn.Linear(cfg.n_embd, cfg.ffn_dim, bias=False)  # C -> F
         self.up = nn.Linear(cfg.n_embd, cfg.ffn_dim, bias=False)  # C -> F
@@ -182,7 +182,7 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """x + attention(norm_1(x)), then + mlp(norm_2(·)): pre-norm residual."""
 
-    def __init__(self, cfg: LlamaConfig):
+    def __init__(self, cfg: DecoderConfig):
         super().__init__()
         self.norm_1 = RMSNorm(cfg.n_embd, cfg.rms_eps)
         self.attention = Attention(cfg)
@@ -214,8 +214,8 @@ def allowed_keys(key_mask: torch.Tensor, n_new: int) -> torch.Tensor:
     return ((causal[None] & key_mask[:, None, :]) | itself[None])[:, None]  # [B, 1, T, S]
 
 
-class Llama(nn.Module):
-    def __init__(self, cfg: LlamaConfig):
+class Decoder(nn.Module):
+    def __init__(self, cfg: DecoderConfig):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.n_embd)  # V -> C
@@ -229,9 +229,9 @@ class Llama(nn.Module):
                              persistent=False)  # [D/2]
 
     @classmethod
-    def small(cls, seed: int = 0, n_layer: int = 2) -> Llama:
+    def small(cls, seed: int = 0, n_layer: int = 2) -> Decoder:
         """A randomly initialised tiny model of the same architecture, for fast tests."""
-        cfg = LlamaConfig(vocab_size=300, n_layer=n_layer, n_embd=64, n_head=4, n_kv_head=2, ffn_dim=160,
+        cfg = DecoderConfig(vocab_size=300, n_layer=n_layer, n_embd=64, n_head=4, n_kv_head=2, ffn_dim=160,
                           rope_theta=10000.0, rms_eps=1e-5, context_length=256, tie_embeddings=True)
         generator = torch.Generator().manual_seed(seed)
         model = cls(cfg)
@@ -262,8 +262,8 @@ class Llama(nn.Module):
         """The logits [B, T, V] that predict each of the T = L − P tokens after a prompt all B rows share,
         equal to `forward(ids[:, :-1])[:, P - 1:]` up to float rounding, at about half the cost for a
         prompt as long as the completions: the prompt's P positions run once (batch 1, its keys and
-        values then read by every row) and the LM head (49,152 × 576 on SmolLM2) runs on the T positions
-        that are scored, not on the prompt's. Gradients reach every weight as through `forward`; the
+        values then read by every row) and the LM head (V × C: 49,152 × 576 on a 135M model) runs on the
+        T positions that are scored, not on the prompt's. Gradients reach every weight as through `forward`; the
         prompt's activations take the sum of the B rows' gradients. For passes no tracer records (the
         inner steps, log π_old, log π after the update): the recorded pass keeps `forward`'s shapes,
         which the graph's nodes are."""
@@ -361,10 +361,3 @@ def sample_next(logits: torch.Tensor, temperature: float, generator: torch.Gener
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
     probabilities = F.softmax(scaled, dim=-1)  # [B, V]
     return torch.multinomial(probabilities, 1, generator=generator).squeeze(-1)  # [B]
-
-
-# SmolLM2-135M-Instruct's configuration as its GGUF's metadata states it (gguf_weights.config_from_gguf
-# reads the same values; a slower-tier test holds them equal): what the graph is traced on without the file.
-SMOLLM2_135M = LlamaConfig(vocab_size=49152, n_layer=30, n_embd=576, n_head=9, n_kv_head=3, ffn_dim=1536,
-                           rope_theta=100000.0, rms_eps=9.999999747378752e-06, context_length=8192,
-                           tie_embeddings=True)

@@ -1,7 +1,7 @@
-"""The real model's config and weights, read from its GGUF file (ggml's `gguf` reader), as our Llama's.
+"""A language model's config and weights, read from its GGUF file (ggml's `gguf` reader), as our decoder's.
 
 GGUF stores each tensor as llama.cpp names it (`token_embd.weight`, `blk.3.attn_q.weight`, ...), most of
-them quantized (SmolLM2's file: Q4_1 matrices, a Q8_0 embedding, F32 norms). `state_dict_from_gguf`
+them quantized (a Q4_1 file: Q4_1 matrices, a Q8_0 embedding, F32 norms). `state_dict_from_gguf`
 dequantizes every one to float32 with `gguf.quants.dequantize` and renames it to our module's name.
 
 The one change of values: llama.cpp's converter (convert_hf_to_gguf.py, `LlamaModel.permute`) reorders
@@ -9,7 +9,7 @@ the rows of `attn_q` and `attn_k` within each head, for its interleaved RoPE (ch
 our RoPE pairs (i, i + D/2), as HF's does. `unpermute_rows` undoes it exactly as transformers' GGUF
 loader does (`ReversePermuteAttnQ`/`ReversePermuteAttnK`, transformers/integrations/ggml.py and
 modeling_gguf_pytorch_utils.py): rows viewed as [heads, D/2, 2, C], the two middle axes swapped back.
-It only moves rows, so the round trip is exact (tests/kinds/smollm/test_gguf_weights.py).
+It only moves rows, so the round trip is exact (a test holds it).
 
 `load_checkpoint` converts once and keeps the float32 weights as a safetensors file named by the GGUF
 file's sha256, whose metadata records the full hash and the config; a later load reads that file.
@@ -33,9 +33,9 @@ from gguf.quants import dequantize
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from app.kinds.smollm.engine.llama import Llama, LlamaConfig
+from app.engine.lm.decoder import Decoder, DecoderConfig
 
-CACHE_PREFIX = "smollm2-135m"
+CACHE_PREFIX = "gguf"  # converted files: gguf-<sha256[:16]>.safetensors and .text.json
 CACHE_FORMAT = "1"  # bump when the conversion changes, so old cache files are not read
 
 # llama.cpp's name inside block N -> ours inside blocks.N
@@ -63,7 +63,7 @@ def field_value(reader: GGUFReader, key: str, default: Any = None) -> Any:
     return field.contents()
 
 
-def config_from_gguf(reader: GGUFReader) -> LlamaConfig:
+def config_from_gguf(reader: GGUFReader) -> DecoderConfig:
     """Our config from the file's `llama.*` metadata (and the tensors: no `output.weight` means tied)."""
     architecture = field_value(reader, "general.architecture")
     if architecture != "llama":
@@ -73,7 +73,7 @@ def config_from_gguf(reader: GGUFReader) -> LlamaConfig:
     tokens = field_value(reader, "tokenizer.ggml.tokens", [])
     n_embd = int(field_value(reader, "llama.embedding_length"))
     n_head = int(field_value(reader, "llama.attention.head_count"))
-    cfg = LlamaConfig(
+    cfg = DecoderConfig(
         vocab_size=int(field_value(reader, "llama.vocab_size", len(tokens))),
         n_layer=int(field_value(reader, "llama.block_count")),
         n_embd=n_embd,
@@ -133,9 +133,9 @@ def state_dict_from_gguf(reader: GGUFReader) -> dict[str, torch.Tensor]:
     return state
 
 
-def model_from_state_dict(cfg: LlamaConfig, state: dict[str, torch.Tensor]) -> Llama:
+def model_from_state_dict(cfg: DecoderConfig, state: dict[str, torch.Tensor]) -> Decoder:
     """A Llama holding exactly these weights: every parameter named, nothing left over."""
-    model = Llama(cfg)  # (built on the meta device instead, the first use imports ~2 s of torch: not worth it)
+    model = Decoder(cfg)  # (built on the meta device instead, the first use imports ~2 s of torch: not worth it)
     expected = set(model.state_dict())
     if cfg.tie_embeddings:
         expected.discard("lm_head.weight")  # the same tensor as embed.weight
@@ -159,7 +159,7 @@ def cache_path(cache_dir: Path, source_sha256: str) -> Path:
     return Path(cache_dir) / f"{CACHE_PREFIX}-{source_sha256[:16]}.safetensors"
 
 
-def _read_cache(path: Path, source_sha256: str) -> tuple[LlamaConfig, dict[str, torch.Tensor]] | None:
+def _read_cache(path: Path, source_sha256: str) -> tuple[DecoderConfig, dict[str, torch.Tensor]] | None:
     """The cached weights, if the file is there and was converted from this very GGUF file."""
     if not path.is_file():
         return None
@@ -168,14 +168,14 @@ def _read_cache(path: Path, source_sha256: str) -> tuple[LlamaConfig, dict[str, 
             metadata = handle.metadata() or {}
             if metadata.get("source_sha256") != source_sha256 or metadata.get("format") != CACHE_FORMAT:
                 return None
-            cfg = LlamaConfig(**json.loads(metadata["config"]))
+            cfg = DecoderConfig(**json.loads(metadata["config"]))
             state = {name: handle.get_tensor(name) for name in handle.keys()}
     except (OSError, ValueError, KeyError, TypeError, SafetensorError):
         return None  # a torn or foreign file: convert again
     return cfg, state
 
 
-def _write_cache(path: Path, cfg: LlamaConfig, state: dict[str, torch.Tensor], source_sha256: str) -> None:
+def _write_cache(path: Path, cfg: DecoderConfig, state: dict[str, torch.Tensor], source_sha256: str) -> None:
     """Written beside, then renamed: a reader (another worker) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"source_sha256": source_sha256, "format": CACHE_FORMAT, "config": json.dumps(asdict(cfg))}
@@ -189,7 +189,8 @@ def _write_cache(path: Path, cfg: LlamaConfig, state: dict[str, torch.Tensor], s
             os.unlink(temporary)
 
 
-def load_checkpoint(gguf_path: Path, cache_dir: Path, reader: GGUFReader | None = None) -> tuple[Llama, dict[str, Any]]:
+def load_checkpoint(gguf_path: Path, cache_dir: Path,
+                    reader: GGUFReader | None = None) -> tuple[Decoder, dict[str, Any]]:
     """The model in the GGUF file, from the converted cache when it holds this file's weights.
 
     meta: source_sha256 (of the GGUF file), cache_path, converted (True when this call converted and

@@ -1,4 +1,5 @@
-"""The real step's group (engine/step.py): the chat-formatted prompt's ids and G completions sampled from it."""
+"""A GRPO group: a prompt in the model's chat template, and G completions sampled from it with one seeded
+generator (every LM kind's step and run draw their groups here)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -7,10 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
-from app.kinds.smollm.domain.tasks import Task
-from app.kinds.smollm.engine.checkpoint import LoadedModel
-from app.kinds.smollm.engine.llama import Llama
-from app.kinds.smollm.engine.text import chat_prompt
+from app.engine.lm.decoder import Decoder
+from app.engine.lm.loaded import LoadedModel
+from app.engine.lm.text import chat_prompt
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total): "sampling" 3/48, "inner step" 1/2, ...
 SAMPLING_THREADS = 1
@@ -21,7 +21,7 @@ def no_progress(stage: str, done: int, total: int) -> None:
 
 
 @dataclass(frozen=True)
-class SmolGroup:
+class SampledGroup:
     ids: torch.Tensor  # (G, P + T) the prompt, then each completion right-padded (with the pad id)
     mask: torch.Tensor  # (G, T) 1 on a completion's real tokens (its <|im_end|> included), 0 after
     prompt_length: int
@@ -29,9 +29,9 @@ class SmolGroup:
     stopped: tuple[bool, ...]  # ended with <|im_end|>
 
 
-def prompt_ids(loaded: LoadedModel, task: Task) -> list[int]:
-    """The task's user message in the model's chat template, ending with the assistant's opening."""
-    text = chat_prompt(loaded.chat_template, [{"role": "user", "content": task.text}])
+def chat_ids(loaded: LoadedModel, user_text: str) -> list[int]:
+    """One user message in the model's chat template, ending with the assistant's opening: its ids."""
+    text = chat_prompt(loaded.chat_template, [{"role": "user", "content": user_text}])
     return list(loaded.tokenizer.encode(text).ids)
 
 
@@ -46,8 +46,8 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def sample_smol_group(loaded: LoadedModel, model: Llama, prompt: list[int], group_size: int, max_new_tokens: int,
-                      temperature: float, seed: int, progress: Progress = no_progress) -> SmolGroup:
+def sample_group(loaded: LoadedModel, model: Decoder, prompt: list[int], group_size: int, max_new_tokens: int,
+                      temperature: float, seed: int, progress: Progress = no_progress) -> SampledGroup:
     """G completions of one prompt, drawn by one generator seeded with `seed` (on the model's device).
 
     On the CPU one intra-op thread: each token's step works on G rows, so every op is small and a parallel
@@ -69,4 +69,4 @@ def sample_smol_group(loaded: LoadedModel, model: Llama, prompt: list[int], grou
         texts.append(loaded.tokenizer.decode(real, skip_special_tokens=True))
         stopped.append(bool(real) and real[-1] == eos)
     dtype = next(model.parameters()).dtype
-    return SmolGroup(torch.cat([ids, new_ids], dim=1), new_mask.to(dtype), len(prompt), tuple(texts), tuple(stopped))
+    return SampledGroup(torch.cat([ids, new_ids], dim=1), new_mask.to(dtype), len(prompt), tuple(texts), tuple(stopped))

@@ -1,14 +1,15 @@
-"""The real model's text side, from its GGUF file: the tokenizer, the chat template and the special ids.
+"""A language model's text side, from its GGUF file: the tokenizer, the chat template and the special ids.
 
 The tokenizer is GPT-2's byte-level BPE (`tokenizer.ggml.model = "gpt2"`): every byte is first spelt as
 one printable character (the space as `Ġ`), then the file's merges join them, in rank order, within
-each pre-token. The pre-tokenizer is llama.cpp's `smollm` one (`tokenizer.ggml.pre`): every numeric
-character alone (`\\p{N}`), then GPT-2's regex (`'s|'t|... | ?\\p{L}+| ?\\p{N}+|...`), as SmolLM2's own
-tokenizer (Digits(individual_digits) then ByteLevel) does. No normalizer, no BOS added (the file's
-`add_bos_token` is false). Control tokens (token type 3: `<|im_start|>`, `<|im_end|>`, ...) are special:
-matched whole in the text before the BPE, and dropped by `decode(..., skip_special_tokens=True)`.
+each pre-token. The pre-tokenizer is the one llama.cpp names in `tokenizer.ggml.pre` (the table below):
+for the 135M model's files every numeric character alone (`\\p{N}`), then GPT-2's regex
+(`'s|'t|... | ?\\p{L}+| ?\\p{N}+|...`), as its own tokenizer (Digits(individual_digits) then ByteLevel)
+does. No normalizer, no BOS added (the 135M model's `add_bos_token` is false). Control tokens (token type 3:
+`<|im_start|>`, `<|im_end|>`, ...) are special: matched whole in the text before the BPE, and dropped by
+`decode(..., skip_special_tokens=True)`.
 
-The chat template is a Jinja2 program the file ships (`tokenizer.chat_template`, ChatML for SmolLM2);
+The chat template is a Jinja2 program the file ships (`tokenizer.chat_template`, ChatML for many);
 it is rendered in Jinja2's immutable sandbox, as transformers' `apply_chat_template` does (trim_blocks,
 lstrip_blocks, the loop-controls extension, `raise_exception`). Model data, not a page: this module is
 the one engine module the layer contract lets import jinja2 (pyproject.toml).
@@ -26,17 +27,18 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, processors
 from tokenizers.models import BPE
 
-from app.kinds.smollm.engine.gguf_weights import field_value
+from app.engine.lm.gguf_file import field_value
 
 CONTROL_TOKEN = 3  # llama.cpp's LLAMA_TOKEN_TYPE_CONTROL
 USER_DEFINED_TOKEN = 4  # LLAMA_TOKEN_TYPE_USER_DEFINED
-# the pre-tokenizers this reads: llama.cpp's name -> digits split one by one before GPT-2's regex
+# the pre-tokenizers this reads: llama.cpp's name (model data, not a kind's id) -> digits split one by one
+# before GPT-2's regex
 _PRE_TOKENIZERS = {"smollm": True, "gpt2": False, "default": False}
 
 
 @dataclass(frozen=True)
 class SpecialIds:
-    eos: int  # where generation stops (SmolLM2-Instruct: <|im_end|>)
+    eos: int  # where generation stops (a ChatML model: <|im_end|>)
     pad: int
     bos: int | None
     im_start: int | None  # ChatML's turn markers, None when the vocabulary has none

@@ -1,5 +1,5 @@
 """A tiny GGUF file written the way llama.cpp's converter writes SmolLM2's, for tests that must not need
-the real 98 MB checkpoint: `Llama.small`'s random weights (F32, so the round trip can be exact) under
+the real 98 MB checkpoint: `Decoder.small`'s random weights (F32, so the round trip can be exact) under
 llama.cpp's tensor names, Q and K rows permuted as convert_hf_to_gguf.py's `LlamaModel.permute` does,
 the llama.* metadata, and a byte-level BPE vocabulary of 300 tokens (3 control tokens, GPT-2's 256
 byte characters, 41 merges) with SmolLM2's pre-tokenizer name and its ChatML chat template."""
@@ -12,7 +12,7 @@ import torch
 from gguf import GGUFWriter
 from tokenizers import pre_tokenizers
 
-from app.kinds.smollm.engine.llama import Llama
+from app.engine.lm.decoder import Decoder
 
 SMOLLM2_CHAT_TEMPLATE = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
@@ -60,9 +60,9 @@ GGUF_NAMES = {"norm_1.weight": "attn_norm.weight", "attention.q.weight": "attn_q
               "mlp.gate.weight": "ffn_gate.weight", "mlp.up.weight": "ffn_up.weight", "mlp.down.weight": "ffn_down.weight"}
 
 
-def write_tiny_gguf(path: Path, seed: int = 0, n_layer: int = 2) -> tuple[Llama, dict[str, torch.Tensor]]:
+def write_tiny_gguf(path: Path, seed: int = 0, n_layer: int = 2) -> tuple[Decoder, dict[str, torch.Tensor]]:
     """Writes the file; returns the model it holds and its original (un-permuted) state dict."""
-    model = Llama.small(seed, n_layer).eval()
+    model = Decoder.small(seed, n_layer).eval()
     cfg = model.cfg
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items() if name != "lm_head.weight"}
     writer = GGUFWriter(str(path), "llama")

@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
+from app.engine.lm.gguf_file import load_checkpoint
+from app.engine.lm.text import chat_prompt
 from app.kinds.smollm.engine import checkpoint
-from app.kinds.smollm.engine.gguf_weights import load_checkpoint
-from app.kinds.smollm.engine.text import chat_prompt
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier]
 
@@ -61,7 +61,7 @@ def test_the_first_load_converts_and_a_cached_load_is_faster(tmp_path):
     print(f"\nSmolLM2 load: first (convert + write cache) {cold_s:.1f} s, cached {cached_s:.1f} s")
     assert cold["converted"] and not cached["converted"]
     assert cached["source_sha256"] == cold["source_sha256"]
-    assert (tmp_path / f"smollm2-135m-{cold['source_sha256'][:16]}.safetensors").is_file()
+    assert (tmp_path / f"gguf-{cold['source_sha256'][:16]}.safetensors").is_file()
 
 
 @needs_file

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from smollm_tiny_gguf import write_tiny_gguf
 
+from app.engine.lm import loaded
 from app.kinds.smollm.engine import checkpoint
 
 
@@ -37,7 +38,7 @@ def test_load_is_once_per_process_and_data_dir(tiny_path, monkeypatch, tmp_path)
     assert loaded.chat_template.startswith("{% for message in messages %}")
     assert loaded.special_ids.eos == 2 and loaded.tokenizer.get_vocab_size() == 300
     assert loaded.meta["converted"] and len(loaded.source_sha256) == 64 and loaded.load_seconds > 0
-    assert list((tmp_path / "models").glob("smollm2-135m-*.safetensors"))
+    assert list((tmp_path / "models").glob("gguf-*.safetensors"))
 
 
 def test_a_missing_file_says_how_to_install_it(monkeypatch, tmp_path):
@@ -55,7 +56,7 @@ def test_a_cached_load_never_opens_the_gguf_metadata(tiny_path, monkeypatch, tmp
     def no_reader(path):
         raise AssertionError("the GGUF file's metadata was parsed again")
 
-    monkeypatch.setattr(checkpoint, "GGUFReader", no_reader)
+    monkeypatch.setattr(loaded, "GGUFReader", no_reader)
     again = checkpoint._load(tmp_path)
     assert not again.meta["converted"] and again.meta["text_cached"]
     text = "<|im_start|>user\nhello the world 12<|im_end|>"

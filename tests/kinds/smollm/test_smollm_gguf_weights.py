@@ -14,7 +14,7 @@ from gguf.quants import dequantize, quantize
 from safetensors import safe_open
 from smollm_tiny_gguf import write_tiny_gguf
 
-from app.kinds.smollm.engine.gguf_weights import (
+from app.engine.lm.gguf_file import (
     cache_path,
     config_from_gguf,
     file_sha256,
@@ -79,7 +79,7 @@ def test_the_first_load_converts_and_later_loads_read_the_cache(tiny, tmp_path):
     first, meta = load_checkpoint(path, tmp_path)
     assert meta["converted"] and meta["source_sha256"] == file_sha256(path)
     cached = cache_path(tmp_path, meta["source_sha256"])
-    assert cached.name == f"smollm2-135m-{meta['source_sha256'][:16]}.safetensors"
+    assert cached.name == f"gguf-{meta['source_sha256'][:16]}.safetensors"
     with safe_open(str(cached), framework="pt") as handle:
         recorded = handle.metadata()
     assert recorded["source_sha256"] == meta["source_sha256"]

@@ -10,7 +10,7 @@ from torch.nn import functional as F  # noqa: N812
 
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_step import token_grpo_step
-from app.kinds.smollm.engine.llama import Llama
+from app.engine.lm.decoder import Decoder
 from app.kinds.smollm.engine.smollm_grpo import SmolLMGRPO, build_smollm_grpo, share_weights
 
 
@@ -27,7 +27,7 @@ def group(cfg, g=5, prompt=7, longest=9, seed=0):
 
 @pytest.fixture(scope="module")
 def base():
-    return Llama.small(seed=1).double()
+    return Decoder.small(seed=1).double()
 
 
 @pytest.mark.parametrize("conventions", [Conventions(), Conventions(preset="trl", beta=0.1),
@@ -78,7 +78,7 @@ def test_old_and_reference_share_the_checkpoint_and_leave_it_alone(base):
 
 
 def test_share_weights_on_a_fresh_module():
-    source, target = Llama.small(seed=3), Llama.small(seed=4)
+    source, target = Decoder.small(seed=3), Decoder.small(seed=4)
     share_weights(target, source)
     ids = torch.randint(0, source.cfg.vocab_size, (2, 6))
     assert torch.equal(source(ids), target(ids))

@@ -1,4 +1,4 @@
-"""The Llama module on `Llama.small`'s random weights: shapes, causality, padding, the KV-cached
+"""The Llama module on `Decoder.small`'s random weights: shapes, causality, padding, the KV-cached
 generation against plain greedy decoding, seeded sampling, and RoPE / RMSNorm against float64 formulas."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from app.kinds.smollm.engine.llama import (
-    Llama,
-    LlamaConfig,
+from app.engine.lm.decoder import (
+    Decoder,
+    DecoderConfig,
     RMSNorm,
     apply_rope,
     rope_cos_sin,
@@ -18,8 +18,8 @@ from app.kinds.smollm.engine.llama import (
 
 
 @pytest.fixture(scope="module")
-def model() -> Llama:
-    return Llama.small(seed=0).eval()
+def model() -> Decoder:
+    return Decoder.small(seed=0).eval()
 
 
 def ids_for(seed: int, batch: int, length: int, vocab: int = 300) -> torch.Tensor:
@@ -38,7 +38,7 @@ def test_the_small_config_is_the_real_architecture_in_miniature(model):
 
 
 def test_llama_small_is_seeded():
-    first, again, other = Llama.small(3), Llama.small(3), Llama.small(4)
+    first, again, other = Decoder.small(3), Decoder.small(3), Decoder.small(4)
     assert torch.equal(first.blocks[0].attention.q.weight, again.blocks[0].attention.q.weight)
     assert not torch.equal(first.blocks[0].attention.q.weight, other.blocks[0].attention.q.weight)
 
@@ -79,7 +79,7 @@ def test_padding_leaves_the_real_tokens_logits_alone(model, side):
     assert torch.isfinite(together).all()  # padding queries see themselves: finite, never NaN
 
 
-def greedy_without_cache(model: Llama, ids: torch.Tensor, steps: int) -> torch.Tensor:
+def greedy_without_cache(model: Decoder, ids: torch.Tensor, steps: int) -> torch.Tensor:
     out = ids
     with torch.no_grad():
         for _ in range(steps):
@@ -188,5 +188,5 @@ def test_positions_count_real_tokens_only(model):
 
 def test_config_rejects_heads_that_do_not_divide():
     with pytest.raises(ValueError, match="multiple of n_kv_head"):
-        LlamaConfig(vocab_size=10, n_layer=1, n_embd=64, n_head=4, n_kv_head=3, ffn_dim=8, rope_theta=1e4,
+        DecoderConfig(vocab_size=10, n_layer=1, n_embd=64, n_head=4, n_kv_head=3, ffn_dim=8, rope_theta=1e4,
                     rms_eps=1e-5, context_length=8)

@@ -18,12 +18,13 @@ from pydantic import ValidationError
 from smollm_tiny_gguf import write_tiny_gguf
 from torch.nn import functional as F  # noqa: N812
 
+from app.engine.lm.sampling import torch_threads
 from app.kinds.smollm.domain.tasks import RewardPart, Task
 from app.kinds.smollm.engine import checkpoint
+from app.kinds.smollm.engine.prompts import prompt_ids
 from app.kinds.smollm.engine.r1_zero_run import run_r1_zero
 from app.kinds.smollm.engine.run_params import SmolRunParams
 from app.kinds.smollm.engine.run_task import path_params, run_params, steps_for
-from app.kinds.smollm.engine.sampling import prompt_ids, torch_threads
 
 # rewards a random model's byte soup earns sometimes, so most groups' rewards differ
 FAKE_TASKS = (

@@ -1,4 +1,4 @@
-"""The real model's live step (app/kinds/smollm/engine/step.py) on the tiny GGUF (smollm_tiny_gguf.py: Llama.small's
+"""The real model's live step (app/kinds/smollm/engine/step.py) on the tiny GGUF (smollm_tiny_gguf.py: Decoder.small's
 random weights, a 300-token byte-level vocabulary, SmolLM2's ChatML template), so no checkpoint is needed:
 
 - the recorded head (advantages, ratio, clipped, divergence, aggregate, the loss) is token_grpo_step's on the
@@ -261,11 +261,11 @@ def test_same_tensors_tells_a_shared_copy_from_a_trained_one(tiny):
 
 
 def test_the_shared_prompt_scorer_equals_the_recorded_forward(tiny64):
-    """ScoredLlama.score (the prompt once, the LM head on the scored positions) against forward, in float64,
+    """ScoredDecoder.score (the prompt once, the LM head on the scored positions) against forward, in float64,
     values and every weight's gradient; rows that do not share one prompt are refused."""
-    from app.kinds.smollm.engine.smollm_grpo import ScoredLlama
+    from app.kinds.smollm.engine.smollm_grpo import ScoredDecoder
 
-    model = ScoredLlama(tiny64.model.cfg).double()
+    model = ScoredDecoder(tiny64.model.cfg).double()
     model.load_state_dict(tiny64.model.state_dict())
     generator = torch.Generator().manual_seed(5)
     prompt, group, new = 9, 5, 7

@@ -6,7 +6,7 @@ from gguf import GGUFReader
 from jinja2.exceptions import SecurityError, TemplateError
 from smollm_tiny_gguf import SMOLLM2_CHAT_TEMPLATE, write_tiny_gguf
 
-from app.kinds.smollm.engine.text import build_tokenizer, chat_prompt, chat_template, special_ids
+from app.engine.lm.text import build_tokenizer, chat_prompt, chat_template, special_ids
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 def _smollm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
     import torch
 
-    from app.kinds.smollm.engine.llama import SMOLLM2_135M, Llama, rope_inverse_frequencies
+    from app.engine.lm.decoder import Decoder, rope_inverse_frequencies
+    from app.kinds.smollm.engine.model_config import SMOLLM2_135M
     from app.kinds.smollm.engine.smollm_grpo import SmolLMGRPO
 
     # Built on the meta device, then given zeroed memory: three random 135M-parameter inits take ~8 s
@@ -29,7 +30,7 @@ def _smollm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
         for tensor in model.parameters():
             tensor.zero_()
         for lm in model.modules():
-            if isinstance(lm, Llama):
+            if isinstance(lm, Decoder):
                 lm.inverse_frequencies = rope_inverse_frequencies(lm.cfg.head_dim, lm.cfg.rope_theta)
     prompt, completions = [1, 2, 3, 4], [[5, 6, 7], [8, 9]]
     width = max(len(c) for c in completions)
@@ -41,7 +42,7 @@ def _smollm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
 TARGETS = (
     ExportTarget(
         name="smollm_grpo",
-        description="token-level GRPO around SmolLM2-135M-Instruct (app/kinds/smollm/engine/llama.py, 30 blocks): "
+        description="token-level GRPO around SmolLM2-135M-Instruct (app/engine/lm/decoder.py, 30 blocks): "
                     "the real-model walkthrough",
         build=_smollm_grpo,
         select_output=lambda out: out["loss"],

@@ -25,11 +25,12 @@ from collections.abc import Callable, Sequence
 import torch
 
 from app.engine.grpo.token_step import token_grpo_step
+from app.engine.lm.sampling import sample_group
 from app.kinds.smollm.domain.tasks import TASKS, Task
 from app.kinds.smollm.engine.checkpoint import LoadedModel
+from app.kinds.smollm.engine.prompts import prompt_ids
 from app.kinds.smollm.engine.run_params import SmolRunParams
 from app.kinds.smollm.engine.run_records import RunAnswer, RunPoint, SmolRunResult
-from app.kinds.smollm.engine.sampling import prompt_ids, sample_smol_group
 from app.kinds.smollm.engine.step import build_objective, policy_of, scorer
 
 # (stage, step index, steps) -> None: "sampling" at step 3 of 20, ...
@@ -59,7 +60,7 @@ def run_r1_zero(params: SmolRunParams, loaded_model: LoadedModel, device: str = 
         started = time.perf_counter()
         task, prompt = tasks[s % len(tasks)], prompts[s % len(tasks)]
         report("sampling", s, params.steps)
-        group = sample_smol_group(loaded_model, policy, prompt, params.group_size, params.max_new_tokens,
+        group = sample_group(loaded_model, policy, prompt, params.group_size, params.max_new_tokens,
                                   params.temperature, params.seed + s)
         report("scoring", s, params.steps)
         parts = [task.score(text) for text in group.texts]

@@ -1,4 +1,4 @@
-"""The token-level GRPO objective around the real model (SmolLM2-135M-Instruct, app/kinds/smollm/engine/llama.py),
+"""The token-level GRPO objective around the real model (SmolLM2-135M-Instruct, app/engine/lm/decoder.py),
 as one nn.Module: what the kind's graph is exported from and what its step is recorded on.
 
 The shared TokenGRPO (app/engine/grpo/token_objective.py), the same head as the tiny LM's, with three
@@ -15,15 +15,15 @@ from torch.nn import functional as F
 
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_objective import TokenGRPO, TokenLogProbs
-from app.kinds.smollm.engine.llama import Llama, LlamaConfig
+from app.engine.lm.decoder import Decoder, DecoderConfig
 
 
-class ScoredLlama(Llama):
+class ScoredDecoder(Decoder):
     """The Llama with its completion scorer: ids (G, P + T) -> per-token log-probs (G, T). Its state dict
     is Llama's (the scorer has no weights). Completions are right-padded after one shared prompt, so a
     causal model's real positions never see the padding: no attention mask is needed to score them."""
 
-    def __init__(self, cfg: LlamaConfig):
+    def __init__(self, cfg: DecoderConfig):
         super().__init__(cfg)
         self.token_logprobs = TokenLogProbs()
 
@@ -40,8 +40,8 @@ class ScoredLlama(Llama):
 class SmolLMGRPO(TokenGRPO):
     """The objective over three scorers of one Llama configuration."""
 
-    def __init__(self, cfg: LlamaConfig, conventions: Conventions | None = None):
-        super().__init__(conventions or Conventions(), ScoredLlama(cfg), ScoredLlama(cfg), ScoredLlama(cfg))
+    def __init__(self, cfg: DecoderConfig, conventions: Conventions | None = None):
+        super().__init__(conventions or Conventions(), ScoredDecoder(cfg), ScoredDecoder(cfg), ScoredDecoder(cfg))
 
 
 def share_weights(target: nn.Module, source: nn.Module) -> None:
@@ -55,7 +55,7 @@ def share_weights(target: nn.Module, source: nn.Module) -> None:
         setattr(target.get_submodule(owner_name) if owner_name else target, leaf, shared)
 
 
-def build_smollm_grpo(model: Llama, conventions: Conventions, *, old: Llama | None = None) -> SmolLMGRPO:
+def build_smollm_grpo(model: Decoder, conventions: Conventions, *, old: Decoder | None = None) -> SmolLMGRPO:
     """The objective with the policy a copy of `model` (trained), the reference `model`'s own tensors,
     and the old policy `old`'s (default: the reference's). The callers' models are untouched."""
     grpo = SmolLMGRPO(model.cfg, conventions).to(next(model.parameters()).dtype)

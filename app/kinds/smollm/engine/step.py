@@ -1,7 +1,7 @@
 """The live GRPO step on the real model (issue 33): SmolLM2-135M-Instruct answers one built-in prompt.
 
 1. sample G completions of the chat-formatted prompt from the checkpoint (π_old), seeded, at the
-   temperature asked for, KV-cached (Llama.generate);
+   temperature asked for, KV-cached (Decoder.generate);
 2. score them with the prompt's rule rewards (domain/tasks.py: each named part, then their sum);
 3. build SmolLMGRPO with old = reference = the checkpoint (their tensors shared, engine/smollm_grpo.py)
    and the policy a copy, and take μ AdamW steps of the GRPO loss on the group, so ρ ≠ 1;
@@ -15,7 +15,7 @@
    moved most.
 
 The passes nobody records (log π_old, the inner steps, log π after the update) go through
-ScoredLlama.score: the group's one prompt read once and the LM head on the scored positions only, the
+ScoredDecoder.score: the group's one prompt read once and the LM head on the scored positions only, the
 same numbers as the recorded forward up to float rounding at about half its cost (the prompt is ~42 of
 ~90 tokens). On two cores and two threads (engine/threads.py) G 8 x 48 tokens took 29.5-31.5 s
 (42.9 s on one thread; 54.6 s on one before these three changes).
@@ -43,27 +43,28 @@ from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_objective import STATEMENT_MODULES
 from app.engine.grpo.token_records import TokenRecord
 from app.engine.grpo.token_step import token_grpo_step, token_loss_parts
+from app.engine.lm.decoder import Decoder
+from app.engine.lm.sampling import Progress, SampledGroup, no_progress, sample_group
 from app.engine.runtime.trace import record_model
 from app.kinds.smollm.domain.tasks import TASKS, Task
 from app.kinds.smollm.engine.checkpoint import LoadedModel
-from app.kinds.smollm.engine.llama import Llama
 from app.kinds.smollm.engine.node_summaries import NodeSummaries, attention_of
 from app.kinds.smollm.engine.params import SmolParams
-from app.kinds.smollm.engine.sampling import Progress, SmolGroup, no_progress, prompt_ids, sample_smol_group
-from app.kinds.smollm.engine.smollm_grpo import ScoredLlama, SmolLMGRPO, share_weights
+from app.kinds.smollm.engine.prompts import prompt_ids
+from app.kinds.smollm.engine.smollm_grpo import ScoredDecoder, SmolLMGRPO, share_weights
 from app.kinds.smollm.engine.step_records import SmolCompletion, SmolStepResult, TokenMove
 
 TOP_MOVED = 10
 
-def policy_of(grpo: SmolLMGRPO) -> ScoredLlama:
-    return cast(ScoredLlama, grpo.policy)
+def policy_of(grpo: SmolLMGRPO) -> ScoredDecoder:
+    return cast(ScoredDecoder, grpo.policy)
 
 
-def scorer(copy: torch.nn.Module) -> ScoredLlama:
-    return cast(ScoredLlama, copy)
+def scorer(copy: torch.nn.Module) -> ScoredDecoder:
+    return cast(ScoredDecoder, copy)
 
 
-def build_objective(model: Llama, conventions: Conventions) -> SmolLMGRPO:
+def build_objective(model: Decoder, conventions: Conventions) -> SmolLMGRPO:
     """SmolLMGRPO with the policy a trainable copy of `model` and old = reference = `model`'s own tensors.
     Built on the meta device first: three random inits of 135M parameters (~8 s) would be thrown away."""
     parameter = next(model.parameters())
@@ -118,7 +119,7 @@ def reference_read_from_old(grpo: SmolLMGRPO, nodes: NodeSummaries) -> Iterator[
         del reference.forward
 
 
-def block_grad_norms(policy: Llama) -> tuple[tuple[float, ...], dict[str, float], float]:
+def block_grad_norms(policy: Decoder) -> tuple[tuple[float, ...], dict[str, float], float]:
     """sqrt(Σ ‖∂loss/∂W‖²) over each block's parameters, the rest's (embedding = LM head when tied, final
     norm) and all of them, in float64."""
     def norm(module: torch.nn.Module) -> float:
@@ -146,7 +147,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _validated(params: SmolParams, prompt_length: int, model: Llama) -> None:
+def _validated(params: SmolParams, prompt_length: int, model: Decoder) -> None:
     """The bounds only the model knows: prompt + max_new_tokens within the context, the block kept exists."""
     SmolParams.model_validate(params.model_dump(), context={
         "prompt_tokens": {params.prompt: prompt_length}, "context_length": model.cfg.context_length,
@@ -168,7 +169,7 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     c = params.conventions()
 
     started = time.perf_counter()
-    group = sample_smol_group(loaded_model, model, prompt, params.group_size, params.max_new_tokens,
+    group = sample_group(loaded_model, model, prompt, params.group_size, params.max_new_tokens,
                               params.temperature, params.seed, report)
     times["sampling"] = time.perf_counter() - started
 
@@ -253,7 +254,7 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
         prompt_length=group.prompt_length)
 
 
-def _moved(model: Llama, device: str) -> Llama:
+def _moved(model: Decoder, device: str) -> Decoder:
     import copy
     return copy.deepcopy(model).to(device)
 
@@ -262,7 +263,7 @@ def _token_text(loaded: LoadedModel, token: int) -> str:
     return loaded.tokenizer.decode([token], skip_special_tokens=False)
 
 
-def _completions(loaded, group: SmolGroup, parts, rewards, logp, logp_old, logp_ref, columns, grad_logp, grad_parts,
+def _completions(loaded, group: SampledGroup, parts, rewards, logp, logp_old, logp_ref, columns, grad_logp, grad_parts,
                  logp_after) -> tuple[SmolCompletion, ...]:
     lists = {k: v.cpu().tolist() for k, v in columns.items()}
     lp, lo, lr = logp.cpu().tolist(), logp_old.cpu().tolist(), logp_ref.cpu().tolist()
@@ -288,5 +289,5 @@ def _moved_most(completions: tuple[SmolCompletion, ...]) -> tuple[TokenMove, ...
     return tuple(sorted(moves, key=lambda m: abs(m.delta), reverse=True)[:TOP_MOVED])
 
 
-__all__ = ["Progress", "SmolGroup", "block_grad_norms", "build_objective", "prompt_ids", "run_smol_step",
-           "sample_smol_group"]
+__all__ = ["Progress", "SampledGroup", "block_grad_norms", "build_objective", "prompt_ids", "run_smol_step",
+           "sample_group"]

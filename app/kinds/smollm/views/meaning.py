@@ -1,4 +1,4 @@
-"""What each node of the real model's graph means: SmolLM2's Llama (engine/llama.py) by template and by
+"""What each node of the real model's graph means: SmolLM2's Llama (app/engine/lm/decoder.py) by template and by
 its layer's place in a block, and the token-level GRPO head in the words every token kind shares
 (app/views/token_head_meaning.py)."""
 from __future__ import annotations
@@ -88,7 +88,7 @@ def smollm_meaning(node: Node) -> tuple[str, str | None, str] | None:
     if node.op in CALLS:
         name, formula, sentence = CALLS[node.op]
         return name + suffix, formula, sentence
-    if node.op == "torch.add":  # a residual add (engine/llama.py uses torch.add so each is a node)
+    if node.op == "torch.add":  # a residual add (app/engine/lm/decoder.py uses torch.add so each is a node)
         n = int(node.node_id.rsplit("#", 1)[-1]) if "#" in node.node_id else 0
         return (("+ attention (residual)" if n == 0 else "+ MLP (residual)") + suffix,
                 "x ← x + attention(RMSNorm(x))" if n == 0 else "x ← x + MLP(RMSNorm(x))",
