@@ -5,8 +5,18 @@ position embeddings, RMSNorm, SwiGLU MLP), a final RMSNorm and the LM head, whos
 embedding's when `tie_embeddings`. Module names are what a graph of the model shows (`embed`,
 `blocks.0.attention.q`, `blocks.0.mlp.gate`, `lm_head`, ...), so they are short and say what each part is.
 
-Shapes in the comments: B batch, T tokens, C = n_embd, H = n_head, K = n_kv_head, D = C / H (one
-head's width), F = ffn_dim, V = vocab_size, S = the tokens a KV cache holds plus the new ones.
+The families differ in three switches of the config, each off by default (Llama's own shape):
+- `qkv_bias` (Qwen2): q, k and v have biases (transformers' Qwen2Attention: `bias=True` on q/k/v_proj,
+  none on o_proj);
+- `qk_norm` (Qwen3): an RMSNorm over each head's D channels of q and of k (`attention.q_norm`,
+  `attention.k_norm`), after the projection and before RoPE (transformers' Qwen3Attention);
+- `head_dim_override` (Qwen3's `attention.key_length`): a head's width D when it is not C / H (Qwen3-0.6B:
+  C = 1024, H = 16, D = 128), so q is C -> H·D and o is H·D -> C;
+and one of RoPE: `rope_freq_factors`, the divisor of each channel pair's frequency (Llama 3.1's "llama3"
+scaling, which llama.cpp stores as the `rope_freqs.weight` tensor; a linear scaling divides them all).
+
+Shapes in the comments: B batch, T tokens, C = n_embd, H = n_head, K = n_kv_head, D = one head's width
+(C / H unless overridden), F = ffn_dim, V = vocab_size, S = the tokens a KV cache holds plus the new ones.
 
 Padding: `attention_mask` [B, T] is 1 on real tokens and 0 on padding, left or right. A padded key is
 never attended to, and positions count real tokens only (a left-padded row's first real token is at
@@ -26,6 +36,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
+from app.engine.lm.generate import Draw, NextLogits, generate
+
 
 @dataclass(frozen=True)
 class DecoderConfig:
@@ -39,18 +51,29 @@ class DecoderConfig:
     rms_eps: float
     context_length: int
     tie_embeddings: bool = True
+    # the families' differences (module docstring); the defaults are Llama's, so a Llama config reads as before
+    head_dim_override: int | None = None  # D when it is not C / H (Qwen3's attention.key_length)
+    qkv_bias: bool = False  # Qwen2: biases on q, k and v
+    qk_norm: bool = False  # Qwen3: RMSNorm over each head of q and k, before RoPE
+    rope_freq_factors: tuple[float, ...] | None = None  # [D/2]: each channel pair's frequency divided by it
 
     def __post_init__(self) -> None:
-        if self.n_embd % self.n_head:
+        if self.head_dim_override is None and self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
         if self.n_head % self.n_kv_head:
             raise ValueError(f"n_head ({self.n_head}) must be a multiple of n_kv_head ({self.n_kv_head})")
         if self.head_dim % 2:
             raise ValueError(f"a head's width ({self.head_dim}) must be even for RoPE")
+        if self.rope_freq_factors is not None:
+            # a config read back from JSON (the converted cache) holds a list: one spelling, so configs compare equal
+            object.__setattr__(self, "rope_freq_factors", tuple(float(f) for f in self.rope_freq_factors))
+            if len(self.rope_freq_factors) != self.head_dim // 2:
+                raise ValueError(f"{len(self.rope_freq_factors)} RoPE frequency factors for a head of "
+                                 f"{self.head_dim} channels (one per channel pair: {self.head_dim // 2})")
 
     @property
     def head_dim(self) -> int:
-        return self.n_embd // self.n_head
+        return self.head_dim_override if self.head_dim_override is not None else self.n_embd // self.n_head
 
 
 class RMSNorm(nn.Module):
@@ -62,14 +85,22 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(width))  # [C]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # x: [B, T, C]
+        # x: [B, T, C] (or a head's channels, [B, H, T, D]: the last axis is the one normed)
         mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # [B, T, 1]
         return x * torch.rsqrt(mean_square + self.eps) * self.weight  # [B, T, C]
 
 
-def rope_inverse_frequencies(head_dim: int, theta: float) -> torch.Tensor:
-    """θ^(-2i/D) for i = 0 .. D/2 - 1: the angle per position of each channel pair. [D/2], float32."""
-    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+def rope_inverse_frequencies(head_dim: int, theta: float,
+                             factors: tuple[float, ...] | None = None) -> torch.Tensor:
+    """θ^(-2i/D) for i = 0 .. D/2 - 1: the angle per position of each channel pair. [D/2], float32.
+
+    `factors` [D/2] divide them, as llama.cpp's `rope_freqs` (ggml_rope_ext's freq_factors) and
+    transformers' "llama3" rope (`_compute_llama3_parameters`: inv_freq / factor on the low frequencies,
+    a smooth blend between) do; None leaves them untouched, bit for bit."""
+    inverse = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))  # [D/2]
+    if factors is None:
+        return inverse
+    return inverse / torch.tensor(factors, dtype=torch.float32)  # [D/2]
 
 
 def rope_cos_sin(positions: torch.Tensor, inverse_frequencies: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,15 +161,21 @@ class RotaryEmbedding(nn.Module):
 
 
 class Attention(nn.Module):
-    """Causal grouped-query self-attention: H query heads share K key/value heads (H / K each)."""
+    """Causal grouped-query self-attention: H query heads share K key/value heads (H / K each).
+    With `qkv_bias` q, k and v add a bias (Qwen2); with `qk_norm` each head of q and k is RMS-normed
+    over its D channels before RoPE (Qwen3)."""
 
     def __init__(self, cfg: DecoderConfig):
         super().__init__()
         self.n_head, self.n_kv_head, self.head_dim = cfg.n_head, cfg.n_kv_head, cfg.head_dim
-        self.q = nn.Linear(cfg.n_embd, cfg.n_head * cfg.head_dim, bias=False)  # C -> H·D
-        self.k = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=False)  # C -> K·D
-        self.v = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=False)  # C -> K·D
+        self.q = nn.Linear(cfg.n_embd, cfg.n_head * cfg.head_dim, bias=cfg.qkv_bias)  # C -> H·D
+        self.k = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=cfg.qkv_bias)  # C -> K·D
+        self.v = nn.Linear(cfg.n_embd, cfg.n_kv_head * cfg.head_dim, bias=cfg.qkv_bias)  # C -> K·D
         self.o = nn.Linear(cfg.n_head * cfg.head_dim, cfg.n_embd, bias=False)  # H·D -> C
+        # one [D] weight shared by every head (transformers' Qwen3RMSNorm(head_dim)); absent, not identity,
+        # when off, so a Llama's modules and state dict are what they were
+        self.q_norm = RMSNorm(cfg.head_dim, cfg.rms_eps) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(cfg.head_dim, cfg.rms_eps) if cfg.qk_norm else None
         self.rope = RotaryEmbedding()
         self.last_weights: torch.Tensor | None = None  # [B, H, T, S], kept when asked for
 
@@ -149,6 +186,8 @@ class Attention(nn.Module):
         q = self.q(x).view(batch, length, self.n_head, self.head_dim).transpose(1, 2)  # [B, H, T, D]
         k = self.k(x).view(batch, length, self.n_kv_head, self.head_dim).transpose(1, 2)  # [B, K, T, D]
         v = self.v(x).view(batch, length, self.n_kv_head, self.head_dim).transpose(1, 2)  # [B, K, T, D]
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # each head over its last axis, D: shapes unchanged
         q, k = self.rope(q, k, cos, sin)
         if cache is not None:
             k, v = cache.extend(layer, k, v)  # [B, K, S, D]
@@ -225,7 +264,8 @@ class Decoder(nn.Module):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.weight  # one [V, C] matrix, counted once
         self.inverse_frequencies: torch.Tensor
-        self.register_buffer("inverse_frequencies", rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta),
+        self.register_buffer("inverse_frequencies",
+                             rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_freq_factors),
                              persistent=False)  # [D/2]
 
     @classmethod
@@ -302,62 +342,45 @@ class Decoder(nn.Module):
                  generator: torch.Generator, eos_id: int, top_k: int | None = None,
                  pad_id: int | None = None,
                  on_token: Callable[[int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sample up to `max_new_tokens` after each (left- or right-padded) prompt, with a KV cache.
-
-        Temperature 0 is greedy (argmax); otherwise softmax(logits / temperature), over the `top_k`
-        likeliest tokens when given, drawn with `generator` (same seed, same sample). A row stops at its
-        first `eos_id`, which it keeps; after it the row holds `pad_id` (default `eos_id`) with mask 0.
-        Returns (new_ids [B, N], new_mask [B, N]), N ≤ max_new_tokens (it stops once every row has).
-        `on_token(n)` is called after the n-th new token of every row is drawn (a job's progress).
-        """
-        # ids, attention_mask: [B, T]
+        """Sample up to `max_new_tokens` after each (left- or right-padded) prompt, with a KV cache, through
+        the app's one sampling loop (generate.py: temperature 0 greedy, else a seeded draw over the `top_k`
+        likeliest tokens when given). A row stops at its first `eos_id`, which it keeps; after it the row
+        holds `pad_id` (default `eos_id`) with mask 0. Returns (new_ids [B, N], new_mask [B, N]).
+        `on_token(n)` is called after the n-th new token of every row is drawn (a job's progress)."""
         pad = eos_id if pad_id is None else pad_id
-        key_mask = attention_mask.bool()  # [B, T]
-        positions = positions_from_mask(attention_mask)  # [B, T]
-        next_position = attention_mask.long().sum(dim=-1, keepdim=True)  # [B, 1]: right after the last real token
-        # with right padding the last real token is not the last column: take each row's own last logits
-        last_real = torch.where(key_mask.any(dim=-1), key_mask.shape[1] - 1 - key_mask.flip(-1).long().argmax(-1),
-                                key_mask.shape[1] - 1)  # [B]
+        return generate(self.next_logits(attention_mask), ids, max_new_tokens, Draw(temperature, top_k), generator,
+                        eos_id, pad, on_token)
+
+    def next_logits(self, attention_mask: torch.Tensor) -> NextLogits:
+        """The decoder as generate.py's NextLogits: the first call reads the prompt [B, T] (`attention_mask`
+        [B, T] 1 on real tokens, padding left or right), each later call one new token per row [B, 1], through
+        one KV cache."""
         cache = KVCache(len(self.blocks))
-        batch = ids.shape[0]
-        if batch > 1 and bool(key_mask.all()) and bool((ids == ids[:1]).all()):
-            # one prompt for every row (a GRPO group): read it once, every row then reads its keys and values
-            logits = self._run(ids[:1], key_mask[:1], positions[:1], cache).expand(batch, -1, -1)  # [B, T, V]
-            cache.expand(batch)
-        else:
-            logits = self._run(ids, key_mask, positions, cache)  # [B, T, V]
-        step_logits = logits[torch.arange(batch, device=ids.device), last_real]  # [B, V]
-        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # [B]
-        new_ids: list[torch.Tensor] = []
-        new_mask: list[torch.Tensor] = []
-        for _ in range(max_new_tokens):
-            token = sample_next(step_logits, temperature, generator, top_k)  # [B]
-            token = torch.where(done, torch.full_like(token, pad), token)
-            new_ids.append(token)
-            new_mask.append((~done).long())
-            done = done | (token == eos_id)
-            if on_token is not None:
-                on_token(len(new_ids))
-            if bool(done.all()):
-                break
+        key_mask = attention_mask.bool()  # [B, T], then [B, S]
+        next_position = attention_mask.long().sum(dim=-1, keepdim=True)  # [B, 1]: right after the last real token
+
+        def prompt_logits(ids: torch.Tensor) -> torch.Tensor:
+            positions = positions_from_mask(attention_mask)  # [B, T]
+            # with right padding the last real token is not the last column: take each row's own last logits
+            last_real = torch.where(key_mask.any(dim=-1), key_mask.shape[1] - 1 - key_mask.flip(-1).long().argmax(-1),
+                                    key_mask.shape[1] - 1)  # [B]
+            batch = ids.shape[0]
+            if batch > 1 and bool(key_mask.all()) and bool((ids == ids[:1]).all()):
+                # one prompt for every row (a GRPO group): read it once, every row then reads its keys and values
+                logits = self._run(ids[:1], key_mask[:1], positions[:1], cache).expand(batch, -1, -1)  # [B, T, V]
+                cache.expand(batch)
+            else:
+                logits = self._run(ids, key_mask, positions, cache)  # [B, T, V]
+            return logits[torch.arange(batch, device=ids.device), last_real]  # [B, V]
+
+        def token_logits(token: torch.Tensor) -> torch.Tensor:
+            nonlocal key_mask, next_position
             key_mask = torch.cat((key_mask, torch.ones_like(key_mask[:, :1])), dim=1)  # [B, S + 1]
-            logits = self._run(token[:, None], key_mask, next_position, cache)  # [B, 1, V]
-            step_logits = logits[:, -1]  # [B, V]
+            logits = self._run(token, key_mask, next_position, cache)  # [B, 1, V]
             next_position = next_position + 1
-        if not new_ids:
-            empty = ids.new_zeros((ids.shape[0], 0))
-            return empty, empty
-        return torch.stack(new_ids, dim=1), torch.stack(new_mask, dim=1)  # each [B, N]
+            return logits[:, -1]  # [B, V]
 
+        def next_logits(new: torch.Tensor) -> torch.Tensor:
+            return prompt_logits(new) if cache.length == 0 else token_logits(new)
 
-def sample_next(logits: torch.Tensor, temperature: float, generator: torch.Generator,
-                top_k: int | None = None) -> torch.Tensor:
-    """One token per row from logits [B, V]: argmax at temperature 0, else a seeded draw."""
-    if temperature == 0:
-        return logits.argmax(dim=-1)  # [B]
-    scaled = logits.float() / temperature  # [B, V]
-    if top_k is not None:
-        kth = scaled.topk(top_k, dim=-1).values[:, -1:]  # [B, 1]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    probabilities = F.softmax(scaled, dim=-1)  # [B, V]
-    return torch.multinomial(probabilities, 1, generator=generator).squeeze(-1)  # [B]
+        return next_logits

@@ -1,5 +1,13 @@
 """A language model's config and weights, read from its GGUF file (ggml's `gguf` reader), as our decoder's.
 
+Three architectures (`general.architecture`), each read under its own metadata prefix (`llama.*`,
+`qwen2.*`, `qwen3.*`), as transformers' GGUF loader (GGUF_CONFIG_MAPPING, integrations/ggml.py) and
+llama.cpp (src/llama-model.cpp) read them:
+- llama: Llama 2/3.x, TinyLlama and their like; tied or untied embeddings (no `output.weight`: tied);
+- qwen2: Llama's blocks plus biases on q, k and v (`attn_q.bias`, ...);
+- qwen3: Llama's blocks plus an RMSNorm over each head of q and k (`attn_q_norm.weight`, [D]), and a head
+  width of its own (`qwen3.attention.key_length`: 128 where C / H is 64).
+
 GGUF stores each tensor as llama.cpp names it (`token_embd.weight`, `blk.3.attn_q.weight`, ...), most of
 them quantized (a Q4_1 file: Q4_1 matrices, a Q8_0 embedding, F32 norms). `state_dict_from_gguf`
 dequantizes every one to float32 with `gguf.quants.dequantize` and renames it to our module's name.
@@ -7,9 +15,22 @@ dequantizes every one to float32 with `gguf.quants.dequantize` and renames it to
 The one change of values: llama.cpp's converter (convert_hf_to_gguf.py, `LlamaModel.permute`) reorders
 the rows of `attn_q` and `attn_k` within each head, for its interleaved RoPE (channel pairs (2i, 2i+1));
 our RoPE pairs (i, i + D/2), as HF's does. `unpermute_rows` undoes it exactly as transformers' GGUF
-loader does (`ReversePermuteAttnQ`/`ReversePermuteAttnK`, transformers/integrations/ggml.py and
-modeling_gguf_pytorch_utils.py): rows viewed as [heads, D/2, 2, C], the two middle axes swapped back.
-It only moves rows, so the round trip is exact (a test holds it).
+loader does (`LlamaTensorProcessor._reverse_permute_weights`, modeling_gguf_pytorch_utils.py): rows
+viewed as [heads, D/2, 2, C], the two middle axes swapped back. It only moves rows, so the round trip
+is exact (a test holds it). Only llama files are permuted: the converter's Qwen2Model and Qwen3Model
+are no LlamaModel and write HF's rows as they are (llama.cpp runs them with NEOX RoPE, our pairing), and
+transformers un-permutes the llama architecture alone (TENSOR_PROCESSORS).
+
+RoPE scaling. Llama 3.1/3.2's "llama3" scaling has no metadata in a GGUF file: convert_hf_to_gguf.py
+(`LlamaModel.generate_extra_tensors`) writes the per-pair divisors it implies as a tensor,
+`rope_freqs.weight` [D/2], which llama.cpp divides each frequency by (ggml_rope_ext's freq_factors).
+A linear scaling is metadata (`llama.rope.scaling.type = linear`, `.factor`), every frequency divided by
+the factor. Both become `DecoderConfig.rope_freq_factors`; any other scaling type (yarn, ...) is refused.
+transformers 5.10.4's GGUF loader reads neither: it maps no `rope.scaling.*` key of these architectures
+(only gpt-oss's) and drops `rope_freqs.weight` (no parameter of LlamaForCausalLM takes it), so its model
+of a Llama 3.1 file runs unscaled RoPE. Here the file's factors are applied, as llama.cpp and the
+original checkpoint (rope_type "llama3", transformers' `_compute_llama3_parameters`) apply them; the peer
+test (peers/test_lm_families_peer.py) holds our logits to transformers' Llama given the scaling.
 
 `load_checkpoint` converts once and keeps the float32 weights as a safetensors file named by the GGUF
 file's sha256, whose metadata records the full hash and the config; a later load reads that file.
@@ -28,7 +49,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from gguf import GGUFReader
+from gguf import GGUFReader, ReaderTensor
 from gguf.quants import dequantize
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
@@ -38,12 +59,23 @@ from app.engine.lm.decoder import Decoder, DecoderConfig
 CACHE_PREFIX = "gguf"  # converted files: gguf-<sha256[:16]>.safetensors and .text.json
 CACHE_FORMAT = "1"  # bump when the conversion changes, so old cache files are not read
 
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3")
+# whose converter permutes Q/K rows for llama.cpp's interleaved RoPE (module docstring)
+_PERMUTED_QK = {"llama"}
+ROPE_FREQS = "rope_freqs.weight"  # Llama 3's RoPE scaling: config, not a weight
+ROPE_SCALING_TYPES = ("none", "linear")  # {arch}.rope.scaling.type values read here
+
 # llama.cpp's name inside block N -> ours inside blocks.N
 _BLOCK_NAMES = {
     "attn_norm.weight": "norm_1.weight",
     "attn_q.weight": "attention.q.weight",
     "attn_k.weight": "attention.k.weight",
     "attn_v.weight": "attention.v.weight",
+    "attn_q.bias": "attention.q.bias",  # qwen2
+    "attn_k.bias": "attention.k.bias",
+    "attn_v.bias": "attention.v.bias",
+    "attn_q_norm.weight": "attention.q_norm.weight",  # qwen3
+    "attn_k_norm.weight": "attention.k_norm.weight",
     "attn_output.weight": "attention.o.weight",
     "ffn_norm.weight": "norm_2.weight",
     "ffn_gate.weight": "mlp.gate.weight",
@@ -63,32 +95,76 @@ def field_value(reader: GGUFReader, key: str, default: Any = None) -> Any:
     return field.contents()
 
 
-def config_from_gguf(reader: GGUFReader) -> DecoderConfig:
-    """Our config from the file's `llama.*` metadata (and the tensors: no `output.weight` means tied)."""
+def architecture_of(reader: GGUFReader) -> str:
+    """The file's `general.architecture`, if this stack reads it; else a ValueError naming it and ours."""
     architecture = field_value(reader, "general.architecture")
-    if architecture != "llama":
-        raise ValueError(f"expected a llama GGUF file, got general.architecture = {architecture!r}")
-    if field_value(reader, "llama.rope.scaling.type") not in (None, "none"):
-        raise ValueError("RoPE scaling is not implemented (llama.rope.scaling.type is set)")
+    if architecture not in SUPPORTED_ARCHITECTURES:
+        raise ValueError(f"architecture {architecture!r} is not supported "
+                         f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})")
+    return str(architecture)
+
+
+def _tensor_values(tensor: ReaderTensor) -> np.ndarray:
+    """One tensor dequantized to float32, shaped as numpy and torch shape it ([out, in] for a matrix)."""
+    values = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+    # GGUF's shape lists the fastest axis first; numpy's (and torch's [out, in]) is the reverse
+    return values.reshape([int(n) for n in reversed(tensor.shape.tolist())])
+
+
+def rope_freq_factors(reader: GGUFReader, architecture: str, head_dim: int) -> tuple[float, ...] | None:
+    """Each channel pair's frequency divisor [D/2] (module docstring: RoPE scaling), None when unscaled."""
+    scaling = field_value(reader, f"{architecture}.rope.scaling.type", "none")
+    if scaling not in ROPE_SCALING_TYPES:
+        raise ValueError(f"RoPE scaling {scaling!r} ({architecture}.rope.scaling.type) is not implemented "
+                         f"(implemented: {', '.join(ROPE_SCALING_TYPES)}, and Llama 3's {ROPE_FREQS})")
+    tensor = next((t for t in reader.tensors if t.name == ROPE_FREQS), None)
+    factors = None if tensor is None else [float(f) for f in _tensor_values(tensor).reshape(-1)]
+    if scaling == "linear":
+        factor = float(field_value(reader, f"{architecture}.rope.scaling.factor"))
+        factors = [f * factor for f in (factors or [1.0] * (head_dim // 2))]
+    return None if factors is None else tuple(factors)
+
+
+def config_from_gguf(reader: GGUFReader) -> DecoderConfig:
+    """Our config from the file's `<architecture>.*` metadata, and its tensors: no `output.weight` means tied
+    embeddings, `attn_q.bias` q/k/v biases, `attn_q_norm.weight` per-head q/k norms, `rope_freqs.weight`
+    Llama 3's RoPE scaling."""
+    architecture = architecture_of(reader)
+
+    def key(name: str, default: Any = None) -> Any:
+        return field_value(reader, f"{architecture}.{name}", default)
+
     tokens = field_value(reader, "tokenizer.ggml.tokens", [])
-    n_embd = int(field_value(reader, "llama.embedding_length"))
-    n_head = int(field_value(reader, "llama.attention.head_count"))
-    cfg = DecoderConfig(
-        vocab_size=int(field_value(reader, "llama.vocab_size", len(tokens))),
-        n_layer=int(field_value(reader, "llama.block_count")),
+    names = {t.name for t in reader.tensors}
+    n_embd = int(key("embedding_length"))
+    n_head = int(key("attention.head_count"))
+    # a head's width: attention.key_length where the converter wrote it (Qwen3; llama.cpp's n_embd_head_k),
+    # else C / H (which DecoderConfig holds to divide)
+    key_length = key("attention.key_length")
+    head_dim = n_embd // n_head if key_length is None else int(key_length)
+    value_dim = int(key("attention.value_length", head_dim))
+    if value_dim != head_dim:
+        raise ValueError(f"values {value_dim} wide and keys {head_dim} wide ({architecture}.attention.value_length"
+                         f" and .key_length) are not implemented")
+    rope_dims = int(key("rope.dimension_count", head_dim))
+    if rope_dims != head_dim:
+        raise ValueError(f"partial RoPE ({rope_dims} of {head_dim} channels) is not implemented")
+    return DecoderConfig(
+        vocab_size=int(key("vocab_size", len(tokens))),
+        n_layer=int(key("block_count")),
         n_embd=n_embd,
         n_head=n_head,
-        n_kv_head=int(field_value(reader, "llama.attention.head_count_kv", n_head)),
-        ffn_dim=int(field_value(reader, "llama.feed_forward_length")),
-        rope_theta=float(field_value(reader, "llama.rope.freq_base", 10000.0)),
-        rms_eps=float(field_value(reader, "llama.attention.layer_norm_rms_epsilon")),
-        context_length=int(field_value(reader, "llama.context_length")),
-        tie_embeddings=all(t.name != "output.weight" for t in reader.tensors),
+        n_kv_head=int(key("attention.head_count_kv", n_head)),
+        ffn_dim=int(key("feed_forward_length")),
+        rope_theta=float(key("rope.freq_base", 10000.0)),
+        rms_eps=float(key("attention.layer_norm_rms_epsilon")),
+        context_length=int(key("context_length")),
+        tie_embeddings="output.weight" not in names,
+        head_dim_override=None if key_length is None or head_dim * n_head == n_embd else head_dim,
+        qkv_bias="blk.0.attn_q.bias" in names,
+        qk_norm="blk.0.attn_q_norm.weight" in names,
+        rope_freq_factors=rope_freq_factors(reader, architecture, head_dim),
     )
-    rope_dims = field_value(reader, "llama.rope.dimension_count", cfg.head_dim)
-    if int(rope_dims) != cfg.head_dim:
-        raise ValueError(f"partial RoPE ({rope_dims} of {cfg.head_dim} channels) is not implemented")
-    return cfg
 
 
 def permute_rows(weight: torch.Tensor, n_head: int) -> torch.Tensor:
@@ -115,19 +191,20 @@ def our_name(gguf_name: str) -> str:
 
 
 def state_dict_from_gguf(reader: GGUFReader) -> dict[str, torch.Tensor]:
-    """Every tensor, dequantized to float32 and named as our Llama's; Q and K un-permuted.
-    A tied file has no `lm_head.weight` (the model shares `embed.weight`)."""
+    """Every weight, dequantized to float32 and named as our decoder's; a llama file's Q and K un-permuted.
+    A tied file has no `lm_head.weight` (the model shares `embed.weight`); `rope_freqs.weight` is config
+    (config_from_gguf), not a weight."""
     cfg = config_from_gguf(reader)
+    permuted = architecture_of(reader) in _PERMUTED_QK
     state: dict[str, torch.Tensor] = {}
     for tensor in reader.tensors:
-        values = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
-        # GGUF's shape lists the fastest axis first; numpy's (and torch's [out, in]) is the reverse
-        values = values.reshape([int(n) for n in reversed(tensor.shape.tolist())])
-        weight = torch.from_numpy(values.copy())
+        if tensor.name == ROPE_FREQS:
+            continue
+        weight = torch.from_numpy(_tensor_values(tensor).copy())
         name = our_name(tensor.name)
-        if name.endswith("attention.q.weight"):
+        if permuted and name.endswith("attention.q.weight"):
             weight = unpermute_rows(weight, cfg.n_head)
-        elif name.endswith("attention.k.weight"):
+        elif permuted and name.endswith("attention.k.weight"):
             weight = unpermute_rows(weight, cfg.n_kv_head)
         state[name] = weight.contiguous()
     return state

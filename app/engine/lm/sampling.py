@@ -10,7 +10,6 @@ import torch
 
 from app.engine.lm.decoder import Decoder
 from app.engine.lm.loaded import LoadedModel
-from app.engine.lm.text import chat_prompt
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total): "sampling" 3/48, "inner step" 1/2, ...
 SAMPLING_THREADS = 1
@@ -30,9 +29,9 @@ class SampledGroup:
 
 
 def chat_ids(loaded: LoadedModel, user_text: str) -> list[int]:
-    """One user message in the model's chat template, ending with the assistant's opening: its ids."""
-    text = chat_prompt(loaded.chat_template, [{"role": "user", "content": user_text}])
-    return list(loaded.tokenizer.encode(text).ids)
+    """One user message in the model's chat template, ending with the assistant's opening: its ids (the
+    template given the special tokens' strings, no second BOS: LoadedModel.chat_ids)."""
+    return loaded.chat_ids([{"role": "user", "content": user_text}])
 
 
 @contextmanager

@@ -134,7 +134,7 @@ def test_an_unknown_tensor_is_an_error(tmp_path):
     writer.add_head_count(2)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_vocab_size(4)
-    writer.add_tensor("rope_freqs.weight", np.ones(2, dtype=np.float32))
+    writer.add_tensor("blk.0.ffn_gate_inp.weight", np.ones(2, dtype=np.float32))  # a mixture-of-experts router
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

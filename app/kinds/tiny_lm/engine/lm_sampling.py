@@ -18,6 +18,7 @@ from typing import cast
 import torch
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
+from app.engine.lm.generate import Draw, NextLogits, generate
 from app.kinds.tiny_lm.domain.arith_task import END, PAD, TOKEN_ID, decode
 from app.kinds.tiny_lm.engine.tiny_lm import Block, TinyLM
 
@@ -54,29 +55,16 @@ def sample_groups(model: TinyLM, prompts: list[list[int]], group_size: int, max_
     CPU generator for the whole call, never the global RNG)."""
     gen = torch.Generator().manual_seed(seed)
     device = next(model.parameters()).device
+    # the app's one sampling loop (app/engine/lm/generate.py), never <pad>, probabilities in float64
+    draw = Draw(temperature, banned=(TOKEN_ID[PAD],), probabilities_dtype=torch.float64)
     buckets = []
     for length in sorted({len(p) for p in prompts}):
         members = tuple(i for i, p in enumerate(prompts) if len(p) == length)
         if length + max_new > model.cfg.block_size + 1:
             raise ValueError(f"prompt {length} + {max_new} new tokens exceed the model's context")
         ids = torch.tensor([prompts[i] for i in members for _ in range(group_size)], device=device)
-        rows = len(ids)
-        done = torch.zeros(rows, dtype=torch.bool, device=device)
-        mask = torch.zeros(rows, max_new, device=device)
-        cache: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(model.blocks)
-        for t in range(max_new):
-            fresh = ids if t == 0 else ids[:, -1:]
-            logits = last_logits(model, fresh, ids.shape[1] - fresh.shape[1], cache) / temperature
-            logits[:, TOKEN_ID[PAD]] = float("-inf")
-            probs = torch.softmax(logits.double(), dim=-1).cpu()
-            token = torch.multinomial(probs, 1, generator=gen).squeeze(-1).to(device)
-            token = torch.where(done, torch.full_like(token, TOKEN_ID[PAD]), token)
-            mask[:, t] = (~done).to(mask.dtype)
-            ids = torch.cat([ids, token.unsqueeze(-1)], dim=1)
-            done |= token == TOKEN_ID[END]
-            if bool(done.all()):
-                mask = mask[:, :t + 1]
-                break
+        new_ids, new_mask = generate(cached_logits(model), ids, max_new, draw, gen, TOKEN_ID[END], TOKEN_ID[PAD])
+        ids, mask = torch.cat([ids, new_ids], dim=1), new_mask.to(torch.get_default_dtype())
         buckets.append(Bucket(members, Group(ids, mask, length), group_size))
     return buckets
 
@@ -86,6 +74,20 @@ def sample_group(model: TinyLM, prompt_ids: list[int], group_size: int, max_new:
     """G completions of one prompt."""
     (bucket,) = sample_groups(model, [prompt_ids], group_size, max_new, seed, temperature)
     return bucket.group
+
+
+def cached_logits(model: TinyLM) -> NextLogits:
+    """The tiny LM as generate.py's NextLogits: the prompt first, then one new token per row, each block's keys
+    and values kept between calls."""
+    cache: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(model.blocks)
+    seen = [0]
+
+    def next_logits(new: torch.Tensor) -> torch.Tensor:
+        logits = last_logits(model, new, seen[0], cache)
+        seen[0] += new.shape[1]
+        return logits
+
+    return next_logits
 
 
 def last_logits(model: TinyLM, ids: torch.Tensor, start: int,
