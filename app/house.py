@@ -30,7 +30,7 @@ from app.web.settings import Settings
 # order does not matter.
 # The real model before the toy for the same reason: its head is the tiny LM's token-level one (ModuleTemplates
 # PolicyRatio, ClippedSurrogate, ...), which the toy's words describe per answer ("each sampled answer",
-# ρ_i) while here ρ is per token; its words answer only for its own graph (the ScoredLlama marker).
+# ρ_i) while here ρ is per token; its words answer only for its own graph (the ScoredDecoder marker).
 KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, SMOLLM, TOY)
 
 

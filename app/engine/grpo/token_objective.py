@@ -21,11 +21,29 @@ STATEMENT_MODULES = frozenset({"ratio", "clipped"})  # drawn with one Python sta
 
 
 class TokenLogProbs(nn.Module):
-    """log π(o_t | q, o_<t): the log-softmax of each position's logits, read at the token that came next."""
+    """log π(o_t | q, o_<t): the log-softmax of each position's logits over `temperature`, read at the token
+    that came next.
+
+    The temperature is the sampler's, as TRL and verl score: TRL 1.16.0's GRPOTrainer._get_per_token_logps_
+    and_entropies reads the log-probs from the fused LM head GRPOTrainer.__init__ adds with
+    `add_fused_lm_head(model, temperature=self.temperature)` (trl/trainer/grpo_trainer.py ~line 1068), whose
+    kernel scales each logit by `inv_t = 1 / temperature` (trl/kernels/chunked_logprob.py ~line 335); verl's
+    actor does `logits.div_(temperature)`. So log π_old is the log-prob of the distribution the tokens were
+    drawn from. 1.0 (the default) divides nothing: a caller that gives no temperature gets what it had. The module is
+    one leaf of the traced graph, so the division adds no node to it."""
+
+    def __init__(self, temperature: float = 1.0):
+        super().__init__()
+        self.temperature = float(temperature)
+
+    def pick(self, logits: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
+        """logits (G, n, V), next_ids (G, n) -> log-softmax(logits / temperature) read at next_ids (G, n)."""
+        if self.temperature != 1.0:
+            logits = logits / self.temperature  # not in place: the LM head's recorded value stays its own
+        return F.log_softmax(logits, dim=-1).gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
 
     def forward(self, logits: torch.Tensor, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
-        logprobs = F.log_softmax(logits, dim=-1)  # (G, L-1, V)
-        picked = logprobs.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # (G, L-1)
+        picked = self.pick(logits, ids[:, 1:])  # (G, L-1)
         return picked[:, prompt_length - 1:]  # (G, T): completion tokens only
 
 

@@ -33,6 +33,7 @@ def test_one_real_step(tmp_path_factory):
     print(f"rewards: {result.rewards}")
     print("completions:", [c.text[:60] for c in result.completions])
     print(f"loss {result.loss:.6g} = surrogate {result.loss_surrogate:.6g} + KL {result.loss_kl:.6g}")
+    print(f"‖∂loss/∂θ‖ {result.grad_norm_before_clip:.4g}, clipped to {result.grad_norm_after_clip:.4g}")
     print("block grad norms:", [f"{g:.3g}" for g in result.block_grad_norms])
     print("moved most:", [(m.token, round(m.delta, 4)) for m in result.moved[:5]])
     print(f"{len(result.head)} head nodes, {len(result.wide)} block-level nodes")
@@ -43,9 +44,12 @@ def test_one_real_step(tmp_path_factory):
     assert all(0 < c.length <= 48 for c in result.completions)
     tokens = [t for c in result.completions for t in c.tokens]
     assert all(math.isfinite(t.logp) and math.isfinite(t.grad) and math.isfinite(t.logp_after) for t in tokens)
-    assert any(abs(t.ratio - 1) > 1e-6 for t in tokens)  # μ = 2 inner steps moved the policy
+    assert all(t.ratio == 1.0 and not t.clip_active for t in tokens)  # μ = 1, TRL's default: π = π_old
+    assert result.logprob_temperature == 0.8 and result.earlier_grad_norms == ()
+    assert result.grad_norm_after_clip <= 1.0 * (1 + 1e-6)  # max_grad_norm 1, TRL's default
     assert len(result.attention) == 8 and len(result.attention[0]) == 9  # block 12's 9 heads
     assert len(result.moved) == 10
     assert {"policy.blocks.29.mlp.down", "softmax@policy.blocks.12.attention#0"} <= set(result.wide)
     assert all(math.isfinite(v) for node in result.wide.values() for row in node.value_norm for v in row)
-    assert stages[0].startswith("sampling") and "inner step 2/2" in stages and stages[-1] == "update 1/1"
+    assert stages[0].startswith("sampling") and not any(s.startswith("inner step") for s in stages)
+    assert stages[-1] == "update 1/1"

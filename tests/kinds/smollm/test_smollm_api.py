@@ -3,7 +3,9 @@
 per-token norms, equal to the stored result's; bad input is a 422 naming the field, an unknown node a 404."""
 from __future__ import annotations
 
+import json
 import time
+from urllib.parse import quote
 
 import pytest
 
@@ -38,6 +40,34 @@ def test_every_node_is_listed_with_its_size(done):
     some = "policy.blocks.3.attention.q"
     assert body["nodes"][some]["shape"] == list(result.wide[some].shape)
     assert body["loss"] == result.loss and len(body["completions"]) == 2
+
+
+def test_the_result_echoes_the_conventions_the_optimiser_and_what_the_step_computed(client, done):
+    """The resolved parameters and conventions, the optimiser as TRL's GRPOConfig names it, the log-prob
+    temperature, the ids, masks and prompt length, every token's numbers (log π after the update included), the
+    other gradient norms, the norms before and after clipping, the moved tokens, and (with the kept softmax
+    node) every head's attention weights: each the stored result's."""
+    body, result = done
+    assert body["params"] == PARAMS.model_dump(mode="json") and body["conventions"]["beta"] == PARAMS.beta
+    assert body["logprob_temperature"] == PARAMS.temperature == result.logprob_temperature
+    assert body["optimizer"] == {"name": "AdamW", "learning_rate": PARAMS.learning_rate,
+                                 "betas": [PARAMS.adam_beta1, PARAMS.adam_beta2], "eps": PARAMS.adam_epsilon,
+                                 "weight_decay": PARAMS.weight_decay, "max_grad_norm": PARAMS.max_grad_norm,
+                                 "num_iterations": 1, "steps_before_recorded": 0}
+    assert body["prompt_length"] == result.prompt_length and body["ids"] == result.ids and body["mask"] == result.mask
+    first = body["completions"][0]
+    assert first["token_ids"] == list(result.completions[0].token_ids)
+    assert [t["logp_after"] for t in first["tokens"]] == [t.logp_after for t in result.completions[0].tokens]
+    assert all(t["ratio"] == 1.0 for c in body["completions"] for t in c["tokens"])  # μ = 1
+    assert body["other_grad_norms"] == result.other_grad_norms and body["policy_grad_norm"] == result.policy_grad_norm
+    assert body["grad_norm"]["before_clip"] == result.grad_norm_before_clip
+    assert body["grad_norm"]["after_clip"] <= PARAMS.max_grad_norm * (1 + 1e-6)
+    assert [(m["completion"], m["position"], m["delta"]) for m in body["moved"]] == \
+        [(m.completion, m.position, m.delta) for m in result.moved]
+    kept = client.get(f"{URL}?{QUERY}&node={quote(f'softmax@policy.blocks.{result.attention_block}.attention#0')}")
+    assert kept.json()["result"]["node"]["weights"] == json.loads(json.dumps(list(result.attention)))
+    other = client.get(f"{URL}?{QUERY}&node={quote('softmax@policy.blocks.0.attention#0')}").json()["result"]["node"]
+    assert result.attention_block != 0 and "weights" not in other  # only the kept block's
 
 
 def test_one_head_node_in_full(client, done):

@@ -1,7 +1,9 @@
 """The real model's GRPO objective (app/kinds/smollm/engine/smollm_grpo.py) on a random small Llama of
 the same architecture: the shared token head's numbers (token_grpo_step's, to float64 rounding), its
-log-probs equal to a plain log-softmax of the Llama's logits, frozen old/reference copies that share the
-checkpoint's tensors without touching the caller's model."""
+log-probs equal to a plain log-softmax of the Llama's logits (over the sampling temperature when given one,
+through both the recorded forward and the shared-prompt scorer; unchanged at the default 1.0, which the tiny
+LM's scorer uses), frozen old/reference copies that share the checkpoint's tensors without touching the
+caller's model."""
 from __future__ import annotations
 
 import pytest
@@ -9,6 +11,7 @@ import torch
 from torch.nn import functional as F  # noqa: N812
 
 from app.engine.grpo.params import Conventions
+from app.engine.grpo.token_objective import TokenLogProbs
 from app.engine.grpo.token_step import token_grpo_step
 from app.engine.lm.decoder import Decoder
 from app.kinds.smollm.engine.smollm_grpo import SmolLMGRPO, build_smollm_grpo, share_weights
@@ -83,3 +86,30 @@ def test_share_weights_on_a_fresh_module():
     ids = torch.randint(0, source.cfg.vocab_size, (2, 6))
     assert torch.equal(source(ids), target(ids))
     assert isinstance(SmolLMGRPO(source.cfg), SmolLMGRPO)
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.3])
+def test_every_scorer_reads_logits_over_the_temperature(base, temperature):
+    """The three copies' log-probs, by the recorded forward and by ScoredDecoder.score, are log_softmax(logits / T)
+    (TRL's fused LM head scales each logit by 1 / temperature; verl divides)."""
+    ids, mask, prompt = group(base.cfg)
+    grpo = build_smollm_grpo(base, Conventions(beta=0.04), temperature=temperature)
+    out = grpo(ids, mask, torch.tensor([1.0, 0.0, 2.0, 0.0, 1.0], dtype=torch.float64), prompt)
+    logits = base(ids)[:, prompt - 1:-1]
+    expected = F.log_softmax(logits / temperature, dim=-1).gather(-1, ids[:, prompt:].unsqueeze(-1)).squeeze(-1)
+    for name in ("logp", "logp_old", "logp_ref"):
+        assert torch.allclose(out[name], expected, rtol=0, atol=1e-12), name
+    for scorer in (grpo.policy, grpo.old_policy, grpo.reference_policy):
+        assert scorer.temperature == temperature
+        assert torch.allclose(scorer.score(ids, prompt), expected, rtol=0, atol=1e-12)
+    assert torch.equal(out["ratio"] * mask, mask)  # the policy is still the checkpoint: ρ = 1
+
+
+def test_the_default_temperature_leaves_the_log_softmax_alone():
+    """TokenLogProbs() (the tiny LM's) is the plain log-softmax, bit for bit: 1.0 divides nothing."""
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 6, 11, generator=generator)
+    ids = torch.randint(0, 11, (3, 7), generator=generator)
+    plain = F.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)[:, 2:]
+    assert TokenLogProbs().temperature == 1.0
+    assert torch.equal(TokenLogProbs()(logits, ids, 3), plain)

@@ -10,9 +10,11 @@ import time
 import pytest
 from bs4 import BeautifulSoup
 
+from app.engine.grpo.token_records import TokenRecord
 from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.engine.step_records import SmolCompletion, TokenMove
 from app.kinds.smollm.views import figures
 from app.views.numbers import readout
 
@@ -82,6 +84,9 @@ def test_every_step_shows_its_figure_from_the_recorded_step(client, computed, st
         chips = figure.select(".chip")
         assert len(chips) == sum(c.length for c in computed.completions)
         assert len(figure.select(".chip.clipped")) == sum(t.clip_active for c in computed.completions for t in c.tokens)
+        # μ = 1 (TRL's default): the caption says every ρ is 1, and what μ > 1 or a larger lr does to the clip
+        assert computed.params.inner_steps == 1 and "every ρ is 1" in text and not figure.select(".chip.clipped")
+        assert "the ratios leave 1 and the clip starts to bite" in figure.select_one("#clip-note").get_text(" ")
     if step == "blocks":
         assert len(figure.select("rect.bar:not(.other)")) == 13 == len(computed.block_grad_norms)
         assert [li.get_text(strip=True) for li in figure.select(".block-values li")] == \
@@ -93,6 +98,15 @@ def test_every_step_shows_its_figure_from_the_recorded_step(client, computed, st
         assert len(rows) == len(computed.moved) and rows[0].select("td")[4].get_text(strip=True) == \
             readout(computed.moved[0].delta)
         assert readout(computed.loss) in text
+        # the rows that moved against their answer's advantage: counted, marked, and said why
+        against = [m for m in computed.moved if m.delta * computed.completions[m.completion].advantage < 0]
+        assert len(figure.select("tbody tr.against")) == len(against)
+        said = " ".join(figure.select_one("#moved-against").get_text(" ").split())
+        if against:
+            assert said.startswith(f"{len(against)} of these {len(computed.moved)} moved against")
+            assert said.endswith(".") and " ".join(figures.moved_figure(computed).why.split()) in said
+        else:
+            assert said.startswith(f"None of these {len(computed.moved)} moved against")
 
 
 def test_the_inspector_shows_a_head_nodes_values_and_a_block_nodes_norms(client, computed):
@@ -172,3 +186,31 @@ def test_the_heads_nodes_have_the_per_token_words_not_the_toys(client, computed)
     text = " ".join(inspector.get_text(" ").split())
     assert "Per-token ratio ρ" in text and "ρ_i,t" in text
     assert "each sampled answer" not in text
+
+
+def token(text, grad, grad_kl, before, after):
+    return TokenRecord(text, before, before, before, 1.0, False, False, 0.0, 0.0, 0.0, 0.25, grad, after,
+                       grad - grad_kl, grad_kl)
+
+
+def test_the_update_says_why_a_token_moved_against_its_advantage(computed):
+    """Each reason the table can give, on a made-up group: a token whose own gradient points against A (the KL
+    term), a token id an answer of the other sign also holds (shared), and neither (AdamW and shared weights);
+    a token that moved with its advantage is not counted."""
+    answers = (
+        SmolCompletion("a", (5, 7), (token("x", 0.1, 0.3, -1.0, -1.2), token("y", -0.2, 0.0, -2.0, -1.5)),
+                       {}, 1.0, 1.0, 1.0, True),
+        SmolCompletion("b", (7,), (token("y", 0.2, 0.0, -2.0, -1.9),), {}, 0.0, 0.0, -1.0, True),
+        SmolCompletion("c", (9,), (token("z", 0.2, 0.0, -3.0, -2.95),), {}, 0.0, 0.0, -1.0, True))
+    moved = tuple(TokenMove(i, t, tok.text, tok.logp, tok.logp_after) for i, t, tok in
+                  ((0, 0, answers[0].tokens[0]), (0, 1, answers[0].tokens[1]), (1, 0, answers[1].tokens[0]),
+                   (2, 0, answers[2].tokens[0])))
+    figure = figures.moved_figure(dataclasses.replace(computed, completions=answers, moved=moved))
+    assert [(a.move.completion, a.reason) for a in figure.against] == [(0, "kl"), (1, "shared"), (2, "adam")]
+    assert figure.against_all == 3 and figure.against_keys == {(0, 0), (1, 0), (2, 0)}
+    assert figure.why == ("The KL term pulls #0 “x” back toward the reference harder than the clipped surrogate "
+                          "pushes; #1 “y” also appears in answers whose advantage has the other sign, and their "
+                          "pushes on the same token compete; #2 “z” moves with weights every answer shares, and "
+                          "AdamW divides each weight's step by its own running gradient size, so a token's log π "
+                          "need not follow its own gradient's sign.")
+    assert figures.moved_figure(dataclasses.replace(computed, completions=answers, moved=moved[1:2])).why == ""

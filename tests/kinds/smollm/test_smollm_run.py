@@ -2,7 +2,7 @@
 so no checkpoint is needed:
 
 - an independent loop in float64 (a plain copy of the model as the policy, another as the reference,
-  log-probs by log-softmax of the full logits, advantages, k3 and DeepSeekMath's per-sequence mean written
+  log-probs by log-softmax of the full logits over the sampling temperature (TRL's convention), advantages, k3 and DeepSeekMath's per-sequence mean written
   out, plain AdamW) reaches the same numbers at every step: rewards, KL to the reference, loss, ‖∂loss/∂θ‖;
 - step 0's KL is 0 (the policy starts as the reference), no clip fires (ρ = 1), a step of tied rewards
   has every advantage 0; the same params give the same run, another seed another one; bounds are refused.
@@ -50,10 +50,10 @@ def run(loaded, **overrides):
     return run_r1_zero(SmolRunParams(**{**SMALL, **overrides}), loaded, tasks=FAKE_TASKS)
 
 
-def plain_logp(model, ids, prompt_length):
-    """log π of each completion token: log-softmax of the full logits at the position before it."""
+def plain_logp(model, ids, prompt_length, temperature):
+    """log π of each completion token: log-softmax of the full logits / T at the position before it."""
     logits = model(ids[:, :-1])
-    logp = F.log_softmax(logits.double(), dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    logp = F.log_softmax(logits.double() / temperature, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
     return logp[:, prompt_length - 1:].to(logits.dtype)
 
 
@@ -78,9 +78,9 @@ def independent_run(loaded, params: SmolRunParams):
                  for row, keep in zip(new_ids.tolist(), new_mask.tolist(), strict=True)]
         rewards = torch.tensor([task.reward(t) for t in texts], dtype=torch.float64)
         with torch.no_grad():
-            logp_ref = plain_logp(reference, ids, len(prompt)).double()
+            logp_ref = plain_logp(reference, ids, len(prompt), params.temperature).double()
         optimiser.zero_grad(set_to_none=True)
-        logp = plain_logp(policy, ids, len(prompt)).double()
+        logp = plain_logp(policy, ids, len(prompt), params.temperature).double()
         m = mask.double()
         advantages = (rewards - rewards.mean()) / (rewards.std(unbiased=False) + 1e-4)
         kl = (torch.exp(logp_ref - logp) - (logp_ref - logp) - 1) * m  # k3

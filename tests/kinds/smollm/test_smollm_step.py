@@ -3,9 +3,13 @@ random weights, a 300-token byte-level vocabulary, SmolLM2's ChatML template), s
 
 - the recorded head (advantages, ratio, clipped, divergence, aggregate, the loss) is token_grpo_step's on the
   recorded log-probs, to 1e-6 in float32 and 1e-12 in float64;
-- an independent recomputation (a plain copy of the model, plain AdamW, plain log-softmax log-probs) reaches
-  the same policy: its log-probs, ∂loss/∂log π by torch.autograd.grad, each block's ‖∂loss/∂W‖, block b's
-  attention weights (Attention.keep_weights) and the update's Δ log π equal the recorded ones;
+- an independent recomputation (a plain copy of the model, plain AdamW with the params' betas and eps, torch's
+  clip_grad_norm_ before each step, plain log-softmax(logits / temperature) log-probs) reaches the same policy:
+  its log-probs, ∂loss/∂log π by torch.autograd.grad, each block's ‖∂loss/∂W‖, block b's attention weights
+  (Attention.keep_weights) and the update's Δ log π equal the recorded ones;
+- the temperature reaches every log-prob (π_old, π_ref, π, π after the update: a plain float64
+  log_softmax(logits / T) gather), at μ = 1 every ratio is exactly 1 and nothing clips, and the recorded
+  gradient is clipped to max_grad_norm (its norm before clipping reported);
 - the loss splits into its surrogate and KL parts; the same params give the same step; bounds are refused.
 """
 from __future__ import annotations
@@ -89,18 +93,23 @@ def independent(loaded, result):
     base = loaded.model
 
     def logprobs(model, keep=None):
-        logits = model(ids[:, :-1], keep_attention_of=keep)[:, prompt - 1:]
+        logits = model(ids[:, :-1], keep_attention_of=keep)[:, prompt - 1:] / params.temperature
         return F.log_softmax(logits, dim=-1).gather(-1, ids[:, prompt:].unsqueeze(-1)).squeeze(-1)
+
+    def clipped_step():
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), params.max_grad_norm)
+        optimiser.step()
 
     policy = copy.deepcopy(base)
     with torch.no_grad():
         logp_old = logprobs(base)
-    optimiser = torch.optim.AdamW(policy.parameters(), lr=params.learning_rate, weight_decay=0.0)
+    optimiser = torch.optim.AdamW(policy.parameters(), lr=params.learning_rate, weight_decay=params.weight_decay,
+                                  betas=(params.adam_beta1, params.adam_beta2), eps=params.adam_epsilon)
     c = params.conventions()
-    for _ in range(params.inner_steps):
+    for _ in range(params.inner_steps - 1):  # the recorded step is the μ-th
         optimiser.zero_grad()
         token_grpo_step(logprobs(policy), logp_old, logp_old, rewards, mask, c).loss.backward()
-        optimiser.step()
+        clipped_step()
     optimiser.zero_grad()
     logp = logprobs(policy, keep=params.attention_block)
     loss = token_grpo_step(logp, logp_old, logp_old, rewards, mask, c).loss
@@ -108,14 +117,17 @@ def independent(loaded, result):
     loss.backward()
     norms = [float(torch.sqrt(sum(p.grad.pow(2).sum() for p in block.parameters()))) for block in policy.blocks]
     weights = policy.blocks[params.attention_block].attention.last_weights
-    optimiser.step()
+    clipped_step()
     with torch.no_grad():
         after = logprobs(policy)
     return logp.detach(), grad_logp, norms, weights, after
 
 
-def test_an_independent_recomputation_gives_the_same_gradients(tiny64):
-    result = step(tiny64, beta=0.1)
+@pytest.mark.parametrize("overrides", [{"beta": 0.1}, {"beta": 0.1, "inner_steps": 3, "temperature": 0.6,
+                                                   "max_grad_norm": 0.5, "adam_beta2": 0.99, "adam_epsilon": 1e-6}],
+                         ids=["mu2", "mu3-T0.6-clip0.5"])
+def test_an_independent_recomputation_gives_the_same_gradients(tiny64, overrides):
+    result = step(tiny64, **overrides)
     logp, grad_logp, norms, weights, after = independent(tiny64, result)
     mask = torch.tensor(result.mask, dtype=torch.float64)
     head = result.head["policy.token_logprobs"]
@@ -134,6 +146,62 @@ def test_an_independent_recomputation_gives_the_same_gradients(tiny64):
     assert len(moved) == 10 and moved == sorted(moved, reverse=True)
     every = [abs(t.logp_after - t.logp) for c in result.completions for t in c.tokens]
     assert moved[0] == pytest.approx(max(every))
+
+
+def plain_logprobs(model, result, temperature):
+    """log π of every completion token, written out in float64: log_softmax(logits / T) read at the next token."""
+    ids, prompt = torch.tensor(result.ids), result.prompt_length
+    with torch.no_grad():
+        logits = model.double()(ids[:, :-1])[:, prompt - 1:] / temperature
+    return F.log_softmax(logits, dim=-1).gather(-1, ids[:, prompt:].unsqueeze(-1)).squeeze(-1)
+
+
+def test_the_temperature_reaches_every_log_prob(tiny64):
+    """At T = 0.6, log π_old, log π_ref and log π (μ = 1: all the checkpoint) in the head and in every token's
+    record equal a plain float64 log_softmax(logits / T) gather, and log π after the update is the updated
+    policy's at the same T (the independent test above); at T = 1 the numbers would differ."""
+    result = step(tiny64, inner_steps=1, temperature=0.6, beta=0.04)
+    assert result.logprob_temperature == 0.6
+    want = plain_logprobs(copy.deepcopy(tiny64.model), result, 0.6)
+    untempered = plain_logprobs(copy.deepcopy(tiny64.model), result, 1.0)
+    mask = torch.tensor(result.mask, dtype=torch.float64)
+    on = mask.bool()
+    assert not torch.allclose(want[on], untempered[on], rtol=0, atol=1e-3)
+    for node in ("old_policy.token_logprobs", "reference_policy.token_logprobs", "policy.token_logprobs"):
+        assert torch.allclose(tensor(result.head[node].values, torch.float64)[on], want[on], rtol=0, atol=1e-12), node
+    for i, completion in enumerate(result.completions):
+        for t, token in enumerate(completion.tokens):
+            for got in (token.logp, token.logp_old, token.logp_ref):
+                assert got == pytest.approx(float(want[i, t]), abs=1e-12)
+
+
+def test_at_mu_1_every_ratio_is_1_and_nothing_clips(tiny):
+    """TRL's num_iterations = 1: the recorded step is the policy's first update on the group, so π = π_old to
+    the bit (the same weights, the same forward) and every ρ is exactly 1, in float32 too."""
+    result = step(tiny, inner_steps=1)
+    mask = torch.tensor(result.mask)
+    on = mask.bool()
+    assert torch.equal(tensor(result.head["policy.token_logprobs"].values, torch.float32)[on],
+                       tensor(result.head["old_policy.token_logprobs"].values, torch.float32)[on])
+    assert torch.equal(tensor(result.head["ratio"].values, torch.float32)[on], torch.ones(int(on.sum())))
+    tokens = [t for c in result.completions for t in c.tokens]
+    assert all(t.ratio == 1.0 and not t.clip_active for t in tokens)
+    assert result.earlier_grad_norms == () and result.stage_seconds["inner steps"] < 1
+
+
+@pytest.mark.parametrize("max_grad_norm", [1.0, 0.25])
+def test_the_gradient_is_clipped_to_max_grad_norm(tiny, max_grad_norm):
+    """The recorded gradient (and every earlier iteration's) is larger than max_grad_norm here: clipping brings it
+    to at most max_grad_norm (float32 gradients, measured in float64: within 1e-6); the norm before clipping is
+    the step's float64 ‖∂loss/∂θ‖. max_grad_norm = 0 leaves it as it is."""
+    result = step(tiny, max_grad_norm=max_grad_norm)
+    assert result.grad_norm_before_clip == pytest.approx(result.policy_grad_norm, rel=1e-12)
+    assert result.grad_norm_before_clip > max_grad_norm
+    assert result.grad_norm_after_clip <= max_grad_norm * (1 + 1e-6)
+    assert result.grad_norm_after_clip == pytest.approx(max_grad_norm, rel=1e-5)
+    assert len(result.earlier_grad_norms) == 1 and result.earlier_grad_norms[0] > max_grad_norm
+    unclipped = step(tiny, max_grad_norm=0)
+    assert unclipped.grad_norm_after_clip == pytest.approx(unclipped.grad_norm_before_clip, rel=1e-12)
 
 
 def test_block_nodes_are_summarised_per_token(tiny):
@@ -165,13 +233,30 @@ def test_the_same_params_give_the_same_step_and_report_progress(tiny):
     assert one.head["policy.token_logprobs"].grad == two.head["policy.token_logprobs"].grad
     assert step(tiny, seed=4).ids != one.ids
     stages = [s for s, _, _ in seen]
-    assert stages[0] == "sampling" and ("inner step", 2, 2) in seen and "backward" in stages and stages[-1] == "update"
+    assert stages[0] == "sampling" and ("inner step", 1, 1) in seen and "backward" in stages and stages[-1] == "update"
+
+
+@pytest.mark.parametrize("inner_steps", [1, 3])
+def test_the_progress_bar_weighs_only_the_inner_steps_a_step_takes(inner_steps):
+    from app.kinds.smollm.engine.step_task import progress_adapter
+
+    seen: list[tuple[str, int, int, int]] = []
+    report = progress_adapter(lambda *args: seen.append(args), inner_steps)
+    report("old policy", 1, 1)
+    for k in range(inner_steps - 1):
+        report("inner step", k + 1, inner_steps - 1)
+    report("forward", 0, 1)
+    report("update", 1, 1)
+    done = [d for _, _, d, _ in seen]
+    assert done == sorted(done) and done[-1] == seen[-1][3]  # it ends full, never going back
+    assert done[-2] == done[-3]  # "forward" starts where the stage before it ended: no weight left unreported
 
 
 @pytest.mark.parametrize(("field", "value"), [
     ("group_size", 1), ("group_size", 17), ("max_new_tokens", 3), ("max_new_tokens", 97), ("temperature", 0.05),
     ("temperature", 1.6), ("inner_steps", 0), ("inner_steps", 5), ("learning_rate", 0.0), ("learning_rate", 0.1),
-    ("prompt", -1), ("prompt", 99), ("attention_block", 30), ("seed", -1), ("beta", -1.0)])
+    ("prompt", -1), ("prompt", 99), ("attention_block", 30), ("seed", -1), ("beta", -1.0), ("max_grad_norm", -1.0),
+    ("adam_beta1", 1.0), ("adam_beta2", -0.1), ("adam_epsilon", 0.0), ("weight_decay", -0.1)])
 def test_bounds_are_refused_naming_the_field(field, value):
     with pytest.raises(ValidationError) as refused:
         SmolParams(**{field: value})

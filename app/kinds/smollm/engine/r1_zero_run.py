@@ -8,9 +8,12 @@ Step s:
    for them, issue 33's facts): every group would tie on it and get A = 0, so the prompt's own
    requested format (a short reply) stands in for it;
 3. the reference (the checkpoint, frozen) scores the answers; the policy scores them with gradients
-   (both through ScoredLlama.score: the prompt once, the LM head on the answers' positions only);
+   (both through ScoredDecoder.score: the prompt once, the LM head on the answers' positions only), from
+   logits / the sampling temperature, as the single step and TRL's _get_per_token_logps_and_entropies do;
    π_old is the policy that sampled (num_iterations = 1, TRL's default), so ρ = 1 and no clip fires;
-4. one AdamW step of the shared token GRPO loss (app/engine/grpo/token_step.py, every convention).
+4. one AdamW step of the shared token GRPO loss (app/engine/grpo/token_step.py, every convention). The
+   optimiser keeps this run's own documented choice (run_params.py: lr 1e-5, no gradient clipping), not the
+   single step's TRL defaults; the log-probs follow the same convention as the step's.
 
 What each step logs is measured on that step's group before its update: the rewards and their parts,
 the answers' lengths, how many stopped by themselves, the KL to the reference per token (the loss's
@@ -51,7 +54,8 @@ def run_r1_zero(params: SmolRunParams, loaded_model: LoadedModel, device: str = 
         model = copy.deepcopy(model).to(device)  # a copy: the process's one checkpoint stays where it is
     c = params.conventions()
     started_run = time.perf_counter()
-    grpo = build_objective(model, c)  # policy: a trainable copy; old and reference: the checkpoint's tensors
+    # policy: a trainable copy; old and reference: the checkpoint's tensors; log-probs at the sampling temperature
+    grpo = build_objective(model, c, params.temperature)
     policy, reference = policy_of(grpo), grpo.reference_policy
     optimiser = torch.optim.AdamW(policy.parameters(), lr=params.learning_rate, weight_decay=0.0)
     points: list[RunPoint] = []

@@ -27,10 +27,12 @@ class SmolRunParams(Conventions):
     max_new_tokens: Annotated[int, Field(ge=MIN_RUN_TOKENS, le=MAX_RUN_TOKENS,
         description="T: an answer stops at <|im_end|> or after this many tokens.")] = DEFAULT_RUN_TOKENS
     temperature: Annotated[float, Field(ge=0.1, le=1.5, allow_inf_nan=False,
-        description="Sampling temperature of the current policy.")] = 0.8
+        description="Sampling temperature of the current policy; the log-probs are read from logits / temperature "
+                    "(TRL's convention, as the single step's).")] = 0.8
     seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="Step s samples with seed + s.")] = 0
     learning_rate: Annotated[float, Field(gt=0, le=1e-3, allow_inf_nan=False,
-        description="AdamW step size (weight decay 0, no gradient clipping), as the single step's.")] = 1e-5
+        description="AdamW step size (weight decay 0, no gradient clipping): this run's own choice, not the TRL "
+                    "defaults the single step takes (lr 1e-6, gradient norm clipped to 1).")] = 1e-5
     max_length: Annotated[int, Field(ge=1, le=4096,
         description="The constant of token_sum_norm (Dr. GRPO): the answers' token budget.")] = DEFAULT_RUN_TOKENS
 

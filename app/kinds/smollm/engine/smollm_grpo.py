@@ -2,7 +2,8 @@
 as one nn.Module: what the kind's graph is exported from and what its step is recorded on.
 
 The shared TokenGRPO (app/engine/grpo/token_objective.py), the same head as the tiny LM's, with three
-scorers of the Llama: `policy` (updated), frozen `old_policy` (the model that sampled the group) and
+scorers of the Llama, each reading its log-probs from logits / the sampling temperature (TRL's and verl's
+convention, TokenLogProbs): `policy` (updated), frozen `old_policy` (the model that sampled the group) and
 `reference_policy` (the checkpoint). At a walkthrough's first step the old policy and the reference
 are both the checkpoint: they share its tensors (`share_weights`), so the three copies cost two
 models' memory (2 x 538 MB in float32), not three.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_objective import TokenGRPO, TokenLogProbs
@@ -21,11 +21,16 @@ from app.engine.lm.decoder import Decoder, DecoderConfig
 class ScoredDecoder(Decoder):
     """The Llama with its completion scorer: ids (G, P + T) -> per-token log-probs (G, T). Its state dict
     is Llama's (the scorer has no weights). Completions are right-padded after one shared prompt, so a
-    causal model's real positions never see the padding: no attention mask is needed to score them."""
+    causal model's real positions never see the padding: no attention mask is needed to score them.
+    `temperature`: the sampler's; the log-probs are log-softmax(logits / temperature), as TRL scores them."""
 
-    def __init__(self, cfg: DecoderConfig):
+    def __init__(self, cfg: DecoderConfig, temperature: float = 1.0):
         super().__init__(cfg)
-        self.token_logprobs = TokenLogProbs()
+        self.token_logprobs = TokenLogProbs(temperature)
+
+    @property
+    def temperature(self) -> float:
+        return self.token_logprobs.temperature
 
     def forward(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:  # type: ignore[override]
         return self.token_logprobs(super().forward(ids[:, :-1]), ids, prompt_length)
@@ -33,15 +38,15 @@ class ScoredDecoder(Decoder):
     def score(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
         """The same log-probs (G, T) as `forward`, up to float rounding, through `completion_logits`: the
         shared prompt once, the LM head on the scored positions only. For the passes nobody records."""
-        logprobs = F.log_softmax(self.completion_logits(ids, prompt_length), dim=-1)  # (G, T, V)
-        return logprobs.gather(-1, ids[:, prompt_length:].unsqueeze(-1)).squeeze(-1)  # (G, T)
+        return self.token_logprobs.pick(self.completion_logits(ids, prompt_length), ids[:, prompt_length:])  # (G, T)
 
 
 class SmolLMGRPO(TokenGRPO):
-    """The objective over three scorers of one Llama configuration."""
+    """The objective over three scorers of one Llama configuration, all three at the sampling temperature."""
 
-    def __init__(self, cfg: DecoderConfig, conventions: Conventions | None = None):
-        super().__init__(conventions or Conventions(), ScoredDecoder(cfg), ScoredDecoder(cfg), ScoredDecoder(cfg))
+    def __init__(self, cfg: DecoderConfig, conventions: Conventions | None = None, temperature: float = 1.0):
+        super().__init__(conventions or Conventions(), ScoredDecoder(cfg, temperature),
+                         ScoredDecoder(cfg, temperature), ScoredDecoder(cfg, temperature))
 
 
 def share_weights(target: nn.Module, source: nn.Module) -> None:
@@ -55,10 +60,11 @@ def share_weights(target: nn.Module, source: nn.Module) -> None:
         setattr(target.get_submodule(owner_name) if owner_name else target, leaf, shared)
 
 
-def build_smollm_grpo(model: Decoder, conventions: Conventions, *, old: Decoder | None = None) -> SmolLMGRPO:
+def build_smollm_grpo(model: Decoder, conventions: Conventions, *, old: Decoder | None = None,
+                      temperature: float = 1.0) -> SmolLMGRPO:
     """The objective with the policy a copy of `model` (trained), the reference `model`'s own tensors,
     and the old policy `old`'s (default: the reference's). The callers' models are untouched."""
-    grpo = SmolLMGRPO(model.cfg, conventions).to(next(model.parameters()).dtype)
+    grpo = SmolLMGRPO(model.cfg, conventions, temperature).to(next(model.parameters()).dtype)
     grpo.policy.load_state_dict(model.state_dict())
     share_weights(grpo.reference_policy, model)
     share_weights(grpo.old_policy, old if old is not None else model)

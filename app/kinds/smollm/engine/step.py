@@ -4,15 +4,26 @@
    temperature asked for, KV-cached (Decoder.generate);
 2. score them with the prompt's rule rewards (domain/tasks.py: each named part, then their sum);
 3. build SmolLMGRPO with old = reference = the checkpoint (their tensors shared, engine/smollm_grpo.py)
-   and the policy a copy, and take μ AdamW steps of the GRPO loss on the group, so ρ ≠ 1;
+   and the policy a copy, every copy's log-probs read from logits / temperature (TRL's
+   _get_per_token_logps_and_entropies reads them from its fused LM head at `temperature`, verl's actor
+   divides by it: see TokenLogProbs), and take μ − 1
+   AdamW steps of the GRPO loss on the group: the recorded step is TRL's μ-th iteration (num_iterations),
+   so at μ = 1 (TRL's default) π = π_old and every ρ is 1, at μ > 1 ρ ≠ 1;
 4. record ONE forward and backward of the objective with the tracer (engine/runtime/trace.py): every
    node's value and ∂loss/∂node, under the ids the exported graph gives them; reduce them to what can
    ship (step_records.py): the head in full, every block-level node per token × width, block
    `attention_block`'s attention weights per head, ‖∂loss/∂W‖ per block, and the loss's surrogate and
    KL parts (engine/grpo/gradient_parts.py). The reference's forward is not run here: it is the old
    policy's twin (reference_read_from_old), so its nodes take the old policy's summaries;
-5. take one more AdamW step with the recorded gradients and score the same tokens again: which log-probs
-   moved most.
+5. take the recorded step's AdamW step with its gradients and score the same tokens again: which
+   log-probs moved most.
+
+The optimiser is TRL's by default, as transformers' Trainer builds it from GRPOConfig: AdamW (lr 1e-6,
+betas (0.9, 0.999), eps 1e-8, weight decay 0) and, before each of its steps, the policy's gradient scaled
+to an L2 norm of at most max_grad_norm = 1 (transformers 5.10.4 Trainer's inner loop: `if
+self.args.max_grad_norm > 0: grad_norm = self._clip_grad_norm(model)`, which is accelerate's
+clip_grad_norm_(model.parameters(), max_grad_norm)); the norm before clipping is reported, as Trainer logs
+`grad_norm`.
 
 The passes nobody records (log π_old, the inner steps, log π after the update) go through
 ScoredDecoder.score: the group's one prompt read once and the LM head on the scored positions only, the
@@ -43,14 +54,14 @@ from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_objective import STATEMENT_MODULES
 from app.engine.grpo.token_records import TokenRecord
 from app.engine.grpo.token_step import token_grpo_step, token_loss_parts
-from app.engine.lm.decoder import Decoder
+from app.engine.lm.decoder import Decoder, RMSNorm
 from app.engine.lm.sampling import Progress, SampledGroup, no_progress, sample_group
 from app.engine.runtime.trace import record_model
 from app.kinds.smollm.domain.tasks import TASKS, Task
 from app.kinds.smollm.engine.checkpoint import LoadedModel
 from app.kinds.smollm.engine.node_summaries import NodeSummaries, attention_of
 from app.kinds.smollm.engine.params import SmolParams
-from app.kinds.smollm.engine.prompts import prompt_ids
+from app.kinds.smollm.engine.prompts import prompt_ids, task_of
 from app.kinds.smollm.engine.smollm_grpo import ScoredDecoder, SmolLMGRPO, share_weights
 from app.kinds.smollm.engine.step_records import SmolCompletion, SmolStepResult, TokenMove
 
@@ -64,12 +75,13 @@ def scorer(copy: torch.nn.Module) -> ScoredDecoder:
     return cast(ScoredDecoder, copy)
 
 
-def build_objective(model: Decoder, conventions: Conventions) -> SmolLMGRPO:
-    """SmolLMGRPO with the policy a trainable copy of `model` and old = reference = `model`'s own tensors.
+def build_objective(model: Decoder, conventions: Conventions, temperature: float = 1.0) -> SmolLMGRPO:
+    """SmolLMGRPO with the policy a trainable copy of `model` and old = reference = `model`'s own tensors,
+    each scoring log-softmax(logits / temperature) (the sampler's temperature: TRL's convention).
     Built on the meta device first: three random inits of 135M parameters (~8 s) would be thrown away."""
     parameter = next(model.parameters())
     with torch.device("meta"):
-        grpo = SmolLMGRPO(model.cfg, conventions)
+        grpo = SmolLMGRPO(model.cfg, conventions, temperature)
     policy = policy_of(grpo)
     policy.to_empty(device=parameter.device)
     policy.to(parameter.dtype)
@@ -132,6 +144,43 @@ def block_grad_norms(policy: Decoder) -> tuple[tuple[float, ...], dict[str, floa
     return blocks, others, float(sum(v * v for v in (*blocks, *others.values())) ** 0.5)
 
 
+def adamw(policy: Decoder, params: SmolParams) -> torch.optim.AdamW:
+    """AdamW as transformers' Trainer builds it from TrainingArguments (Trainer.create_optimizer): lr,
+    betas (adam_beta1, adam_beta2), eps adam_epsilon, and weight decay on every weight but the norms'
+    gains (Trainer.get_decay_parameter_names leaves out biases and LayerNorm/RMSNorm weights; this
+    model has no biases)."""
+    gains = {id(p) for module in policy.modules() if isinstance(module, RMSNorm) for p in module.parameters()}
+    decayed = [p for p in policy.parameters() if id(p) not in gains]
+    kept = [p for p in policy.parameters() if id(p) in gains]
+    return torch.optim.AdamW([{"params": decayed, "weight_decay": params.weight_decay},
+                              {"params": kept, "weight_decay": 0.0}],
+                             lr=params.learning_rate, betas=(params.adam_beta1, params.adam_beta2),
+                             eps=params.adam_epsilon)
+
+
+def clip_gradient(policy: Decoder, max_grad_norm: float) -> float:
+    """Scale the policy's gradient to an L2 norm of at most `max_grad_norm` (0: leave it), as transformers'
+    Trainer does before each optimiser step (`if self.args.max_grad_norm > 0: grad_norm =
+    self._clip_grad_norm(model)`: clip_grad_norm_(model.parameters(), max_grad_norm)); returns the norm before
+    clipping, as Trainer logs it (`grad_norm`).
+
+    torch's clip_grad_norm_ is get_total_norm, then clip_grads_with_norm_ (each gradient times
+    max_norm / (norm + 1e-6) when that is < 1). The norm is taken here in float64 and handed to
+    clip_grads_with_norm_: torch's float32 norm of the 28M-entry embedding's gradient is off by ~2e-5
+    relative on the CPU (with it, a gradient clipped to max_grad_norm 1 measured 1.000022 on the real model)."""
+    total = gradient_norm(policy)
+    if max_grad_norm > 0:
+        torch.nn.utils.clip_grads_with_norm_(policy.parameters(), max_grad_norm,
+                                             torch.tensor(total, dtype=torch.float64))
+    return total
+
+
+def gradient_norm(policy: Decoder) -> float:
+    """‖∂loss/∂θ‖₂ over every parameter of the policy, in float64 (tied weights counted once)."""
+    squares = [p.grad.double().pow(2).sum() for p in policy.parameters() if p.grad is not None]
+    return float(torch.stack(squares).sum().sqrt()) if squares else 0.0
+
+
 def _rss_mb() -> float | None:
     try:
         with open("/proc/self/status", encoding="ascii") as status:
@@ -160,7 +209,7 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     report = progress or no_progress
     times: dict[str, float] = {}
     rss_before = _rss_mb()
-    task = tasks[params.prompt]
+    task = task_of(params, tasks)
     model = loaded_model.model
     if next(model.parameters()).device != torch.device(device):
         model = _moved(model, device)  # a copy: the process's one checkpoint stays where it was loaded
@@ -177,7 +226,7 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     parts = [task.score(text) for text in group.texts]
     dtype = group.mask.dtype
     rewards = torch.tensor([sum(p.values()) for p in parts], dtype=dtype, device=group.ids.device)
-    grpo = build_objective(model, c)
+    grpo = build_objective(model, c, params.temperature)
     with torch.no_grad():
         logp_old = scorer(grpo.old_policy).score(group.ids, group.prompt_length)  # (G, T): π_old = π_ref
     logp_ref = logp_old
@@ -185,14 +234,8 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     times["scoring"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    optimiser = torch.optim.AdamW(grpo.policy.parameters(), lr=params.learning_rate, weight_decay=0.0)
-    for step in range(params.inner_steps):
-        optimiser.zero_grad(set_to_none=True)
-        logp = policy_of(grpo).score(group.ids, group.prompt_length)
-        token_grpo_step(logp, logp_old, logp_ref, rewards, group.mask, c).loss.backward()
-        optimiser.step()
-        report("inner step", step + 1, params.inner_steps)
-    del logp
+    optimiser = adamw(policy_of(grpo), params)
+    earlier = _earlier_iterations(grpo, optimiser, params, group, rewards, logp_old, logp_ref, report)
     times["inner steps"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -232,6 +275,8 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     report("summaries", 1, 1)
 
     started = time.perf_counter()
+    grad_norm = clip_gradient(policy_of(grpo), params.max_grad_norm)  # as Trainer, before the optimiser's step
+    clipped_norm = gradient_norm(policy_of(grpo))
     optimiser.step()  # the recorded loss's gradients: the update the walkthrough shows next
     with torch.no_grad():
         logp_after = policy_of(grpo).score(group.ids, group.prompt_length)
@@ -241,6 +286,7 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     completions = _completions(loaded_model, group, parts, rewards, logp_recorded, logp_old, logp_ref, columns,
                                grad_logp, (grad_surrogate, grad_kl), logp_after)
     moved = _moved_most(completions)
+    temperature = policy_of(grpo).temperature
     del grpo, optimiser
     return SmolStepResult(
         params=params, device=str(device), dtype=str(dtype).removeprefix("torch."), task_name=task.name,
@@ -251,7 +297,25 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
         attention=attention, block_grad_norms=blocks, other_grad_norms=others, policy_grad_norm=total, moved=moved,
         stage_seconds={k: round(v, 3) for k, v in times.items()}, rss_before_mb=rss_before,
         peak_rss_mb=_peak_rss_mb(), ids=group.ids.tolist(), mask=group.mask.tolist(),
-        prompt_length=group.prompt_length)
+        prompt_length=group.prompt_length, logprob_temperature=temperature,
+        grad_norm_before_clip=grad_norm, grad_norm_after_clip=clipped_norm, earlier_grad_norms=earlier)
+
+
+def _earlier_iterations(grpo: SmolLMGRPO, optimiser: torch.optim.Optimizer, params: SmolParams,
+                        group: SampledGroup, rewards: torch.Tensor, logp_old: torch.Tensor, logp_ref: torch.Tensor,
+                        report: Progress) -> tuple[float, ...]:
+    """TRL's iterations 1 … μ − 1 on this group (GRPOTrainer reuses a generation num_iterations times): each
+    a GRPO loss on the same samples, its gradient clipped, one AdamW step. Returns each gradient's norm
+    before clipping. None at μ = 1: the recorded step is then the first, with π = π_old."""
+    c, policy, norms = params.conventions(), policy_of(grpo), []
+    for step in range(params.inner_steps - 1):
+        optimiser.zero_grad(set_to_none=True)
+        logp = policy.score(group.ids, group.prompt_length)
+        token_grpo_step(logp, logp_old, logp_ref, rewards, group.mask, c).loss.backward()
+        norms.append(clip_gradient(policy, params.max_grad_norm))
+        optimiser.step()
+        report("inner step", step + 1, params.inner_steps - 1)
+    return tuple(norms)
 
 
 def _moved(model: Decoder, device: str) -> Decoder:

@@ -135,13 +135,20 @@ class SmolStepResult:
     block_grad_norms: tuple[float, ...]  # per block of the policy: sqrt(Σ over its parameters ‖∂loss/∂W‖²)
     other_grad_norms: dict[str, float]  # the embedding (tied to the LM head) and the final norm
     policy_grad_norm: float
-    moved: tuple[TokenMove, ...]  # the 10 completion tokens whose log π moved most in the update
+    moved: tuple[TokenMove, ...]  # the 10 completion tokens whose log π moved most in the recorded step's update
     stage_seconds: dict[str, float]
     rss_before_mb: float | None
     peak_rss_mb: float | None  # the process's high-water mark after the step (ru_maxrss)
     ids: Nested = field(repr=False, default_factory=list)  # (G, P + T): the prompt, then each completion
     mask: Nested = field(repr=False, default_factory=list)  # (G, T) 1 on real completion tokens
     prompt_length: int = 0
+    # every log-prob of the step is log-softmax(logits / this): the sampling temperature (TRL's convention)
+    logprob_temperature: float = 1.0
+    # ‖∂loss/∂θ‖ of the recorded step before and after clipping to params.max_grad_norm (clip_grad_norm_'s
+    # figure, as transformers' Trainer logs `grad_norm`; after: float64 over the clipped gradient)
+    grad_norm_before_clip: float = 0.0
+    grad_norm_after_clip: float = 0.0
+    earlier_grad_norms: tuple[float, ...] = ()  # the μ − 1 earlier iterations' gradient norms, before clipping
 
     @property
     def group_size(self) -> int:

@@ -47,6 +47,13 @@ class GroupFigure:
     ratio_max: float
     clipped: int
     tokens: int
+    inner_steps: int  # μ: the recorded step is the group's μ-th update (TRL's num_iterations)
+    learning_rate: float
+
+    @property
+    def clip_fraction(self) -> float:
+        """The share of the answers' tokens the clip stops (TRL logs it as clip_ratio/region_mean)."""
+        return self.clipped / self.tokens if self.tokens else 0.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,14 @@ class AttentionFigure:
 
 
 @dataclass(frozen=True)
+class Against:
+    """A row of the moved table whose log π went against its answer's advantage, and why (see `_why`)."""
+    move: TokenMove
+    advantage: float
+    reason: str  # "kl", "shared" or "adam"
+
+
+@dataclass(frozen=True)
 class MovedFigure:
     moved: tuple[TokenMove, ...]
     loss: float
@@ -87,6 +102,13 @@ class MovedFigure:
     kl: float
     up: int  # of the answers' tokens, how many log π rose
     down: int
+    against: tuple[Against, ...] = ()  # the table's rows that moved against their advantage's sign
+    against_all: int = 0  # the same count over every answer token
+    why: str = ""  # one sentence: why those rows went the other way ("" when none did)
+
+    @property
+    def against_keys(self) -> frozenset[tuple[int, int]]:
+        return frozenset((a.move.completion, a.move.position) for a in self.against)
 
 
 def group_figure(result: SmolStepResult) -> GroupFigure:
@@ -109,7 +131,8 @@ def group_figure(result: SmolStepResult) -> GroupFigure:
                               100 * abs(c.advantage) / biggest, tuple(chips), sum(ch.clipped for ch in chips)))
     return GroupFigure(tuple(rows), mean, spread, str(p.advantage_std),
                        float(p.advantage_epsilon), eps_low, eps_high, len(set(rewards)) == 1,
-                       min(ratios, default=1.0), max(ratios, default=1.0), sum(r.clipped for r in rows), len(ratios))
+                       min(ratios, default=1.0), max(ratios, default=1.0), sum(r.clipped for r in rows), len(ratios),
+                       int(getattr(p, "inner_steps", 1)), float(getattr(p, "learning_rate", 0.0)))
 
 
 def block_figure(result: SmolStepResult) -> BlockFigure:
@@ -140,5 +163,56 @@ def attention_figure(result: SmolStepResult, completion: int, head: int) -> Atte
 
 def moved_figure(result: SmolStepResult) -> MovedFigure:
     deltas = [t.logp_after - t.logp for c in result.completions for t in c.tokens]
+    against = tuple(Against(m, result.completions[m.completion].advantage, _reason(result, m))
+                    for m in result.moved if _goes_against(m.delta, result.completions[m.completion].advantage))
+    against_all = sum(_goes_against(t.logp_after - t.logp, c.advantage) for c in result.completions for t in c.tokens)
     return MovedFigure(result.moved, result.loss, result.loss_surrogate, result.loss_kl,
-                       sum(d > 0 for d in deltas), sum(d < 0 for d in deltas))
+                       sum(d > 0 for d in deltas), sum(d < 0 for d in deltas), against, against_all, _why(against))
+
+
+def _goes_against(delta: float, advantage: float) -> bool:
+    """log π moved the other way from its answer's advantage (an answer with A = 0 has no way to go)."""
+    return delta * advantage < 0
+
+
+def _reason(result: SmolStepResult, move: TokenMove) -> str:
+    """Why a token's log π moved against its advantage, by what the step recorded of it:
+    - "kl": its own gradient already points against A (∂loss/∂log π has A's sign, so descent lowers log π
+      for A > 0), which only the KL part can do: the surrogate part follows A or is clipped to 0;
+    - "shared": the same token id is in an answer whose advantage has the other sign: both push its logit;
+    - "adam": neither, so it is the update itself: every token's log π moves with weights all answers share,
+      and AdamW divides each weight's step by its own running gradient size, so no token need follow its
+      own gradient's sign (the tiny LM's update step shows the same on its re-run parts)."""
+    answer = result.completions[move.completion]
+    token = answer.tokens[move.position]
+    if token.grad * answer.advantage > 0 and token.grad_kl != 0:
+        return "kl"
+    token_id = answer.token_ids[move.position]
+    if any(token_id in other.token_ids for other in result.completions if other.advantage * answer.advantage < 0):
+        return "shared"
+    return "adam"
+
+
+REASONS = {
+    "kl": "the KL term pulls {tokens} back toward the reference harder than the clipped surrogate pushes",
+    "shared": "{tokens} also {verb} in answers whose advantage has the other sign, and their pushes on the same "
+              "token compete",
+    "adam": "{tokens} {verb_move} with weights every answer shares, and AdamW divides each weight's step by its own "
+            "running gradient size, so a token's log π need not follow its own gradient's sign",
+}
+
+
+def _why(against: tuple[Against, ...]) -> str:
+    """One sentence: what sends each row of `against` the other way ("" when none goes)."""
+    if not against:
+        return ""
+    parts = []
+    for reason, template in REASONS.items():
+        rows = [a for a in against if a.reason == reason]
+        if rows:
+            names = ", ".join(f"#{a.move.completion} “{a.move.token}”" for a in rows)
+            one = len(rows) == 1
+            parts.append(template.format(tokens=names, verb="appears" if one else "appear",
+                                         verb_move="moves" if one else "move"))
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."

@@ -6,16 +6,24 @@ from __future__ import annotations
 from app.domain.snapshot import Node, Snapshot
 from app.engine.grpo.params import Conventions
 from app.views.meaning import NodeMeaning
+from app.views.numbers import MINUS
 from app.views.token_head_meaning import HEAD_MODULES, LOSS_WORDS, SYMBOL, head_formula, scoring_copy
 
-MARKER = "model::ScoredLlama"  # a template only this graph has
+SCORER = "model::ScoredDecoder"  # a template only this graph has
+# the same module in exports made before issue 48 named it after its class then (ScoredLlama): still ours
+MARKERS = frozenset({SCORER, "model::ScoredLlama"})
 ROLE = {
     "policy": "the copy being trained; the only one gradients reach",
     "old_policy": "the checkpoint as it sampled the group, frozen; it gives the ratio's denominator",
     "reference_policy": "the checkpoint, frozen; the KL penalty keeps the policy near it",
 }
 MODULES = {**HEAD_MODULES,
-    "model::ScoredLlama": (
+    "model::TokenLogProbs": (  # the shared words, with the temperature this model's log-probs are read at
+        "Token log-probs log {s}", f"log {{s}}(o_t) = z_t[o_t]/τ {MINUS} log Σ_v exp(z_t[v]/τ)",
+        "The log-softmax of each position's next-token scores over τ, the sampling temperature (as TRL and "
+        "verl score: the distribution the answers were drawn from), read at the token that actually came "
+        "next: one number per completion token, 0 on padding once masked."),
+    SCORER: (
         "{name} (SmolLM2-135M)", "log {s}(o_t | q, o_<t) for every answer token t",
         "SmolLM2-135M-Instruct: the token embedding, 30 Llama blocks, a final RMSNorm and the LM head (tied to "
         "the embedding), then each answer token's log-probability: {role}."),
@@ -71,10 +79,12 @@ def smollm_meaning(node: Node) -> tuple[str, str | None, str] | None:
     fill = {"s": SYMBOL[copy], "role": ROLE[copy], "name": copy.replace("_", " ").capitalize()}
     suffix = "" if copy == "policy" else f" of {SYMBOL[copy]}"
     template = node.metadata.module_template_id
+    if template in MARKERS:
+        template = SCORER
     if template in MODULES:
         name, formula, sentence = MODULES[template]
         name = name.format(**fill)
-        return (name if template in HEAD_MODULES or template == "model::ScoredLlama" else name + suffix,
+        return (name if template in HEAD_MODULES or template in MARKERS else name + suffix,
                 formula.format(**fill) if formula else None, sentence.format(**fill))
     if node.op == "Python":
         owner = node.node_id.removeprefix("python@").split("#")[0]
@@ -106,7 +116,7 @@ def smollm_meaning(node: Node) -> tuple[str, str | None, str] | None:
 def describe_smollm(snapshot: Snapshot, node: Node, conventions: Conventions | None = None,
                     group_size: int | None = None) -> NodeMeaning | None:
     """The real model's words for a node of its graph (None for any other graph, or a node it does not know)."""
-    if MARKER not in snapshot.module_template_ids or (words := smollm_meaning(node)) is None:
+    if MARKERS.isdisjoint(snapshot.module_template_ids) or (words := smollm_meaning(node)) is None:
         return None
     name, formula, summary = words
     return NodeMeaning(name, head_formula(node.metadata.module_template_id, formula, conventions), summary)

@@ -19,10 +19,12 @@ STORIES = {
         focus="group-advantages", step_fields=("group_size",),
         evidence="the reward, mean, spread and advantage of every answer"),
     "ratio": StepStory(
-        "After μ AdamW steps on this group the policy has moved from the sampler: each token's ratio ρ shows "
-        "by how much, and the clip stops a token's push (✂) once ρ leaves [1 − ε, 1 + ε] in its advantage's "
-        "direction.",
-        more="ρ = π_θ(token) / π_old(token); π_old is the checkpoint that wrote the answers.",
+        "Each token's ratio ρ shows how far the policy has moved from the sampler, and the clip stops a token's "
+        "push (✂) once ρ leaves [1 − ε, 1 + ε] in its advantage's direction. At μ = 1, TRL's default, the "
+        "recorded step is the policy's first update on this group: every ρ is 1 and nothing clips.",
+        more="ρ = π_θ(token) / π_old(token); π_old is the checkpoint that wrote the answers. With μ > 1 the "
+             "policy takes μ − 1 AdamW steps on the group first, so the ratios leave 1; a larger learning rate "
+             "moves them further and the clip starts to bite.",
         focus="token-ratios", form_open=True, step_fields=("inner_steps", "learning_rate", "clip_epsilon"),
         evidence="ρ under every token of every answer, ✂ where the clip binds"),
     "blocks": StepStory(
@@ -39,10 +41,13 @@ STORIES = {
         focus="attention-heads", step_fields=("attention_block",),
         evidence="the chosen head's weights for one answer, and each head's share on the prompt"),
     "update": StepStory(
-        "One more AdamW step on this loss moves the log-probabilities of the answers' tokens: up for answers "
-        "with a positive advantage, down for negative ones.",
-        more="The loss is the clipped surrogate plus β times the KL to the reference (the checkpoint); the "
-             "table lists the 10 tokens whose log π moved most.",
-        focus="moved-tokens", step_fields=("learning_rate",),
-        evidence="the 10 most-moved tokens, before and after, and the loss's two parts"),
+        "The AdamW step on this loss moves the log-probabilities of the answers' tokens, mostly up where the "
+        "advantage is positive and down where it is negative; the table counts the tokens that went the "
+        "other way and says why.",
+        more="The loss is the clipped surrogate plus β times the KL to the reference (the checkpoint); its "
+             "gradient is clipped to a norm of at most max_grad_norm, as TRL's trainer does, then AdamW steps. "
+             "The table lists the 10 tokens whose log π moved most.",
+        focus="moved-tokens", step_fields=("learning_rate", "max_grad_norm"),
+        evidence="the 10 most-moved tokens, before and after, which went against their advantage, and the "
+                 "loss's two parts"),
 }

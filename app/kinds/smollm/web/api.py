@@ -1,7 +1,8 @@
 """JSON API of the real model's step: `POST` starts it (a job, as the page's Run does), `GET` reads it and
 never starts one. Done, it answers every node: the GRPO head's with their full values and gradients; each
 module inside the three Llamas with its shape and summary, or with `node` its per-token norms of value and
-gradient over the width and its widest dimensions. Thin: the job store and engine/step_task.py do the work."""
+gradient over the width and its widest dimensions (the kept attention block's softmax also with its weights,
+per answer and head). Thin: the job store and engine/step_task.py do the work."""
 from __future__ import annotations
 
 from typing import Annotated, Any
@@ -16,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from app.engine.jobs.client import JOBS, NotStarted
 from app.kinds.smollm.engine import checkpoint, step_task
 from app.kinds.smollm.engine.node_map import KIND_ID
-from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.engine.params import TEXT_FIELDS, SmolParams
 from app.kinds.smollm.engine.step_records import SmolStepResult
 from app.stores.jobs import JobRecord
 from app.views.param_fields import field_range
@@ -37,7 +38,10 @@ SmolQueryModel = create_model(
 
 
 async def smol_params(query: Annotated[SmolQueryModel, Query()]) -> SmolParams:  # type: ignore[valid-type]
-    given = {k: (None if v == "none" else v) for k, v in query.model_dump(exclude_none=True).items()}  # type: ignore[attr-defined]
+    given = {k: (None if v == "none" and k not in TEXT_FIELDS else v)
+             for k, v in query.model_dump(exclude_none=True).items()}  # type: ignore[attr-defined]
+    if given.get("prompt_text") == "":
+        given["prompt_text"] = " "  # sent empty: refused as empty (a blank number field means its default)
     try:
         return SmolParams(**given)
     except ValidationError as exc:
@@ -52,8 +56,9 @@ Node = Annotated[str | None, Query(description="Send this node's numbers in full
                                                 "gradient, its widest dimensions) instead of every node's summary.")]
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"model": PathJobBody, "description": "Done (`result`: the group, the loss, ‖∂loss/∂W‖ per block and the "
-                                               "nodes) or failed (`error`)."},
+    200: {"model": PathJobBody, "description": "Done (`result`: the resolved parameters, conventions and optimiser, "
+                                               "the group with every token's numbers, the loss, ‖∂loss/∂W‖ per block, "
+                                               "what the update moved, and the nodes) or failed (`error`)."},
     202: {"model": PathJobBody, "description": "Queued or running: poll the same URL (a queued step nobody reads "
                                                "for 60 s expires)."},
     404: error("Unknown walkthrough or node, or (GET) a step nobody has started: `start` names the POST.",
@@ -75,6 +80,11 @@ def _check(request: Request, cat, walkthrough_id: str) -> None:
         raise NotRunnable(f"the real model's checkpoint is not installed on this server ({checkpoint.INSTALL_HINT})")
 
 
+def attention_node(result: SmolStepResult) -> str:
+    """The softmax node of the block whose per-head attention weights the step kept (engine/step.py)."""
+    return f"softmax@policy.blocks.{result.attention_block}.attention#0"
+
+
 def nodes_payload(result: SmolStepResult, node: str | None) -> dict[str, Any]:
     """Every node's shape and summary, or one node in full (NotFound for an id the step did not record)."""
     if node is None:
@@ -89,10 +99,12 @@ def nodes_payload(result: SmolStepResult, node: str | None) -> dict[str, Any]:
                          "grad": h.grad, "no_grad_reason": h.no_grad_reason}}
     if node in result.wide:
         w = result.wide[node]
-        return {"node": {"id": node, "size": "per-token", "shape": list(w.shape), "token_axis": w.token_axis,
-                         "value_norm": w.value_norm.tolist(),
-                         "grad_norm": None if w.grad_norm is None else w.grad_norm.tolist(),
-                         "top_dims": [list(d) for d in w.top_dims], "summary": vars(w.summary)}}
+        body = {"id": node, "size": "per-token", "shape": list(w.shape), "token_axis": w.token_axis,
+                "value_norm": w.value_norm.tolist(), "grad_norm": None if w.grad_norm is None else w.grad_norm.tolist(),
+                "top_dims": [list(d) for d in w.top_dims], "summary": vars(w.summary)}
+        if node == attention_node(result):  # the block whose weights the step kept: every head's, per answer
+            body["weights"] = list(result.attention)
+        return {"node": body}
     raise NotFound(f"node {node!r} was not recorded in this step (a block the model lacks, or no such node)")
 
 
