@@ -72,6 +72,11 @@ def test_old_and_reference_share_the_checkpoint_and_leave_it_alone(base):
         for copy in (grpo.old_policy, grpo.reference_policy):
             assert copy.get_parameter(name).data_ptr() == p.data_ptr(), name   # no second copy in memory
     assert grpo.reference_policy.lm_head.weight is grpo.reference_policy.embed.weight  # still tied
+    # the policy, built on the meta device and loaded: tied too (a gradient reaches the one matrix from both
+    # uses), and its weights and RoPE frequencies are the checkpoint's
+    assert grpo.policy.lm_head.weight is grpo.policy.embed.weight
+    assert all(torch.equal(grpo.policy.state_dict()[k], v) for k, v in base.state_dict().items())
+    assert torch.equal(grpo.policy.inverse_frequencies, base.inverse_frequencies)
     assert grpo.policy.embed.weight.data_ptr() != base.embed.weight.data_ptr()          # the policy is its own
     with torch.no_grad():
         for p in grpo.policy.parameters():
@@ -113,3 +118,19 @@ def test_the_default_temperature_leaves_the_log_softmax_alone():
     plain = F.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)[:, 2:]
     assert TokenLogProbs().temperature == 1.0
     assert torch.equal(TokenLogProbs()(logits, ids, 3), plain)
+
+
+def test_an_untied_checkpoint_gives_an_untied_policy():
+    from dataclasses import replace
+
+    from app.engine.lm.decoder import Decoder
+    small = Decoder.small(seed=5)
+    untied = Decoder(replace(small.cfg, tie_embeddings=False))
+    weights = small.state_dict()
+    with torch.no_grad():
+        for name, p in untied.named_parameters():  # the head: twice the embedding, so the two differ
+            p.copy_(2.0 * weights["embed.weight"] if name == "lm_head.weight" else weights[name])
+    grpo = build_smollm_grpo(untied, Conventions())
+    assert grpo.policy.lm_head.weight is not grpo.policy.embed.weight
+    assert torch.equal(grpo.policy.lm_head.weight, untied.lm_head.weight)
+    assert torch.equal(grpo.policy.embed.weight, untied.embed.weight)

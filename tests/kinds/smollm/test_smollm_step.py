@@ -189,6 +189,21 @@ def test_at_mu_1_every_ratio_is_1_and_nothing_clips(tiny):
     assert result.earlier_grad_norms == () and result.stage_seconds["inner steps"] < 1
 
 
+def test_at_mu_1_log_pi_old_is_the_recorded_pass_own(tiny, monkeypatch):
+    """At μ = 1 no pass scores π_old before the recorded one (TRL takes the policy's detached log-probs as
+    old_per_token_logps then): the table's log π_old is the recorded old policy's, token for token."""
+    from app.kinds.smollm.engine import smollm_grpo
+    calls = []
+    real = smollm_grpo.ScoredDecoder.score
+    monkeypatch.setattr(smollm_grpo.ScoredDecoder, "score", lambda self, *a: calls.append(self) or real(self, *a))
+    result = step(tiny, inner_steps=1)
+    assert len(calls) == 1  # log π after the update only: neither π_old before the step nor an earlier iteration
+    recorded = tensor(result.head["old_policy.token_logprobs"].values, torch.float32)
+    for i, completion in enumerate(result.completions):
+        assert [t.logp_old for t in completion.tokens] == pytest.approx(recorded[i, :len(completion.tokens)].tolist(),
+                                                                        abs=0)
+
+
 @pytest.mark.parametrize("max_grad_norm", [1.0, 0.25])
 def test_the_gradient_is_clipped_to_max_grad_norm(tiny, max_grad_norm):
     """The recorded gradient (and every earlier iteration's) is larger than max_grad_norm here: clipping brings it

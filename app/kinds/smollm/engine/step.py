@@ -227,15 +227,17 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     dtype = group.mask.dtype
     rewards = torch.tensor([sum(p.values()) for p in parts], dtype=dtype, device=group.ids.device)
     grpo = build_objective(model, c, params.temperature)
-    with torch.no_grad():
-        logp_old = scorer(grpo.old_policy).score(group.ids, group.prompt_length)  # (G, T): π_old = π_ref
-    logp_ref = logp_old
+    logp_old: torch.Tensor | None = None
+    if params.inner_steps > 1:  # the earlier iterations need log π_old before the recorded pass
+        with torch.no_grad():
+            logp_old = scorer(grpo.old_policy).score(group.ids, group.prompt_length)  # (G, T): π_old = π_ref
     report("old policy", 1, 1)
     times["scoring"] = time.perf_counter() - started
 
     started = time.perf_counter()
     optimiser = adamw(policy_of(grpo), params)
-    earlier = _earlier_iterations(grpo, optimiser, params, group, rewards, logp_old, logp_ref, report)
+    earlier = () if logp_old is None else _earlier_iterations(grpo, optimiser, params, group, rewards, logp_old,
+                                                              logp_old, report)
     times["inner steps"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -253,6 +255,11 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     nodes.watch(recording.values)
     report("backward", 0, 1)
     out["loss"].backward()
+    if logp_old is None:
+        # μ = 1: π_old's log-probs are the recorded pass's own old-policy scores (TRL, num_iterations 1, takes
+        # the policy's detached log-probs as old_per_token_logps the same way): no pass of its own
+        logp_old = out["logp_old"].detach()
+    logp_ref = logp_old  # the reference is the old policy's twin at a walkthrough's first step
     times["record"] = time.perf_counter() - started
     report("backward", 1, 1)
 

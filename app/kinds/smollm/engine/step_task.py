@@ -23,14 +23,16 @@ TYPES = (SmolStepResult, SmolCompletion, HeadNode, WideNode, Rows, TokenMove, Te
 # Each stage's share of a step's time (measured on two CPU cores and two threads, G 8 x 48 tokens:
 # 6.9, 2.9, 9.1 for two inner steps, 5.7, 4.7, 0.4, 1.5 s), so the page's progress bar moves evenly; the
 # stage names are run_smol_step's progress calls, each weighing the time up to its report. "inner step" weighs
-# per step: a step takes μ − 1 of them (none at μ = 1, TRL's default).
+# per step: a step takes μ − 1 of them (none at μ = 1, TRL's default), and at μ = 1 log π_old is read from the
+# recorded pass, so "old policy" weighs nothing then either.
 STAGE_WEIGHTS = {"sampling": 22, "old policy": 9, "inner step": 15, "forward": 18, "backward": 15,
                  "summaries": 2, "update": 5}
 ORDER = tuple(STAGE_WEIGHTS)
 
 
 def stage_weights(inner_steps: int) -> dict[str, int]:
-    return {**STAGE_WEIGHTS, "inner step": STAGE_WEIGHTS["inner step"] * (inner_steps - 1)}
+    return {**STAGE_WEIGHTS, "old policy": STAGE_WEIGHTS["old policy"] if inner_steps > 1 else 0,
+            "inner step": STAGE_WEIGHTS["inner step"] * (inner_steps - 1)}
 
 
 def step_params(params: SmolParams, device: str) -> dict[str, Any]:
