@@ -98,6 +98,10 @@ def test_every_step_shows_its_figure_from_the_recorded_step(client, computed, st
         assert len(rows) == len(computed.moved) and rows[0].select("td")[4].get_text(strip=True) == \
             readout(computed.moved[0].delta)
         assert readout(computed.loss) in text
+        # μ = 1: why the loss is about 0 (the paper's per-answer mean of advantages that sum to 0), gradient or not
+        why = figure.select_one("#loss-at-mu-1").get_text(" ")
+        assert computed.params.loss_aggregation == "sample_mean" and "0 up to rounding" in why
+        assert abs(computed.loss) < 1e-5 and "Its gradient is not 0" in why
         # the rows that moved against their answer's advantage: counted, marked, and said why
         against = [m for m in computed.moved if m.delta * computed.completions[m.completion].advantage < 0]
         assert len(figure.select("tbody tr.against")) == len(against)
