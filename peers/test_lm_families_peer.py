@@ -52,7 +52,7 @@ transformers = pytest.importorskip("transformers")
 from tokenizers import Tokenizer  # noqa: E402  (after the skip)
 from transformers.convert_slow_tokenizer import TikTokenConverter  # noqa: E402
 
-from app.engine.lm.decoder import positions_from_mask  # noqa: E402
+from app.engine.lm.kv_cache import positions_from_mask  # noqa: E402
 from app.engine.lm.loaded import LoadedModel, load_gguf  # noqa: E402
 
 # the quick tests' family writer, by path: tests/ is no package (and a site-packages `tests` may shadow it)

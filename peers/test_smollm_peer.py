@@ -40,7 +40,7 @@ from peers.cases import AGREEMENT, relative_difference
 transformers = pytest.importorskip("transformers")
 from tokenizers import Tokenizer, pre_tokenizers  # noqa: E402  (after the skip)
 
-from app.engine.lm.decoder import positions_from_mask  # noqa: E402
+from app.engine.lm.kv_cache import positions_from_mask  # noqa: E402
 from app.engine.lm.text import chat_prompt  # noqa: E402
 from app.kinds.smollm.engine import checkpoint  # noqa: E402
 

@@ -23,9 +23,7 @@ never attended to, and positions count real tokens only (a left-padded row's fir
 position 0), so a padded row's logits at its real tokens are the unpadded row's. A padding query sees
 only itself: its output is finite, and meaningless.
 
-RoPE follows the HF "rotate_half" convention: a head's first D/2 channels pair with its last D/2.
-GGUF files store Q and K rows permuted for llama.cpp's interleaved pairs; the loader
-(gguf_file.py) puts them back, so this module is the one convention.
+RoPE (rope.py) and the KV cache with its masks (kv_cache.py) live beside it.
 """
 from __future__ import annotations
 
@@ -37,6 +35,8 @@ from torch import nn
 from torch.nn import functional as F  # noqa: N812  (torch's own spelling)
 
 from app.engine.lm.generate import Draw, NextLogits, generate
+from app.engine.lm.kv_cache import KVCache, allowed_keys, positions_from_mask
+from app.engine.lm.rope import RotaryEmbedding, rope_cos_sin, rope_inverse_frequencies
 
 
 @dataclass(frozen=True)
@@ -88,76 +88,6 @@ class RMSNorm(nn.Module):
         # x: [B, T, C] (or a head's channels, [B, H, T, D]: the last axis is the one normed)
         mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # [B, T, 1]
         return x * torch.rsqrt(mean_square + self.eps) * self.weight  # [B, T, C]
-
-
-def rope_inverse_frequencies(head_dim: int, theta: float,
-                             factors: tuple[float, ...] | None = None) -> torch.Tensor:
-    """θ^(-2i/D) for i = 0 .. D/2 - 1: the angle per position of each channel pair. [D/2], float32.
-
-    `factors` [D/2] divide them, as llama.cpp's `rope_freqs` (ggml_rope_ext's freq_factors) and
-    transformers' "llama3" rope (`_compute_llama3_parameters`: inv_freq / factor on the low frequencies,
-    a smooth blend between) do; None leaves them untouched, bit for bit."""
-    inverse = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))  # [D/2]
-    if factors is None:
-        return inverse
-    return inverse / torch.tensor(factors, dtype=torch.float32)  # [D/2]
-
-
-def rope_cos_sin(positions: torch.Tensor, inverse_frequencies: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of position · frequency, each frequency twice (channel i and i + D/2 share one)."""
-    # positions: [B, T] (int), inverse_frequencies: [D/2]
-    angles = positions.float()[..., None] * inverse_frequencies  # [B, T, D/2]
-    angles = torch.cat((angles, angles), dim=-1)  # [B, T, D]
-    return angles.cos()[:, None], angles.sin()[:, None]  # each [B, 1, T, D], broadcast over heads
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """(x₁, x₂) -> (-x₂, x₁) on a head's two halves: the 90° turn of every channel pair."""
-    first, second = x.chunk(2, dim=-1)  # each [..., D/2]
-    return torch.cat((-second, first), dim=-1)  # [..., D]
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Turn each channel pair (i, i + D/2) of every head by its position's angle."""
-    # x: [B, H, T, D], cos/sin: [B, 1, T, D]
-    return x * cos + rotate_half(x) * sin  # [B, H, T, D]
-
-
-class KVCache:
-    """Each block's keys (after RoPE) and values so far, so that generation feeds only the new token."""
-
-    def __init__(self, n_layer: int):
-        self.keys: list[torch.Tensor | None] = [None] * n_layer  # each [B, K, S, D]
-        self.values: list[torch.Tensor | None] = [None] * n_layer  # each [B, K, S, D]
-
-    @property
-    def length(self) -> int:
-        first = self.keys[0]
-        return 0 if first is None else first.shape[2]
-
-    def expand(self, batch: int) -> None:
-        """A cache of one row read by `batch` rows (views, no copy): one prompt shared by a group."""
-        for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
-            if k is not None and v is not None:
-                self.keys[layer], self.values[layer] = k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)
-
-    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # k, v: [B, K, T, D] -> the cache's [B, K, S, D]
-        old_k, old_v = self.keys[layer], self.values[layer]
-        if old_k is not None and old_v is not None:
-            k, v = torch.cat((old_k, k), dim=2), torch.cat((old_v, v), dim=2)
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
-
-
-class RotaryEmbedding(nn.Module):
-    """RoPE: each query and key turned by its position's angles (no weights). A module of its own so
-    the graph shows it as one node between q, k and the attention scores."""
-
-    def forward(self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # q: [B, H, T, D], k: [B, K, T, D]; cos/sin: [B, 1, T, D]
-        return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
 
 
 class Attention(nn.Module):
@@ -234,23 +164,6 @@ class Block(nn.Module):
         # torch.add, not `+`: each residual add is a node of the graph (the residual stream's "+")
         x = torch.add(x, self.attention(self.norm_1(x), cos, sin, allowed, cache, layer, keep_weights))  # [B, T, C]
         return torch.add(x, self.mlp(self.norm_2(x)))  # [B, T, C]
-
-
-def positions_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Each token's position among its row's real tokens (0 for padding before the first)."""
-    # attention_mask: [B, T] -> [B, T]
-    return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
-
-
-def allowed_keys(key_mask: torch.Tensor, n_new: int) -> torch.Tensor:
-    """Which key each of the last `n_new` queries may attend to: itself and earlier real tokens."""
-    # key_mask: [B, S], True on real tokens; the queries are the last n_new of the S keys
-    total = key_mask.shape[1]
-    query_index = torch.arange(total - n_new, total, device=key_mask.device)[:, None]  # [T, 1]
-    key_index = torch.arange(total, device=key_mask.device)[None, :]  # [1, S]
-    causal = key_index <= query_index  # [T, S]
-    itself = key_index == query_index  # [T, S]: a padding query sees itself, so no row is all -inf
-    return ((causal[None] & key_mask[:, None, :]) | itself[None])[:, None]  # [B, 1, T, S]
 
 
 class Decoder(nn.Module):

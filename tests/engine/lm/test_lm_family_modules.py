@@ -11,8 +11,9 @@ import pytest
 import torch
 from gguf_families import write_family
 
-from app.engine.lm.decoder import Decoder, DecoderConfig, rope_inverse_frequencies
+from app.engine.lm.decoder import Decoder, DecoderConfig
 from app.engine.lm.gguf_file import load_checkpoint
+from app.engine.lm.rope import rope_inverse_frequencies
 
 IDS = torch.tensor([[5, 80, 33, 100, 257, 9, 44, 12, 200, 201, 202, 3]])
 

@@ -7,14 +7,8 @@ import math
 import pytest
 import torch
 
-from app.engine.lm.decoder import (
-    Decoder,
-    DecoderConfig,
-    RMSNorm,
-    apply_rope,
-    rope_cos_sin,
-    rope_inverse_frequencies,
-)
+from app.engine.lm.decoder import Decoder, DecoderConfig, RMSNorm
+from app.engine.lm.rope import apply_rope, rope_cos_sin, rope_inverse_frequencies
 
 
 @pytest.fixture(scope="module")

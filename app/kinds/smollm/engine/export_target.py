@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 def _smollm_grpo() -> tuple[nn.Module, tuple[Any, ...]]:
     import torch
 
-    from app.engine.lm.decoder import Decoder, rope_inverse_frequencies
+    from app.engine.lm.decoder import Decoder
+    from app.engine.lm.rope import rope_inverse_frequencies
     from app.kinds.smollm.engine.model_config import SMOLLM2_135M
     from app.kinds.smollm.engine.smollm_grpo import SmolLMGRPO
 

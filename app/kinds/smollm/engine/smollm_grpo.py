@@ -13,34 +13,11 @@ from __future__ import annotations
 from typing import cast
 
 import torch
-from torch import nn
 
 from app.engine.grpo.params import Conventions
-from app.engine.grpo.token_objective import TokenGRPO, TokenLogProbs
+from app.engine.grpo.token_objective import TokenGRPO
 from app.engine.lm.decoder import Decoder, DecoderConfig
-
-
-class ScoredDecoder(Decoder):
-    """The Llama with its completion scorer: ids (G, P + T) -> per-token log-probs (G, T). Its state dict
-    is Llama's (the scorer has no weights). Completions are right-padded after one shared prompt, so a
-    causal model's real positions never see the padding: no attention mask is needed to score them.
-    `temperature`: the sampler's; the log-probs are log-softmax(logits / temperature), as TRL scores them."""
-
-    def __init__(self, cfg: DecoderConfig, temperature: float = 1.0):
-        super().__init__(cfg)
-        self.token_logprobs = TokenLogProbs(temperature)
-
-    @property
-    def temperature(self) -> float:
-        return self.token_logprobs.temperature
-
-    def forward(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:  # type: ignore[override]
-        return self.token_logprobs(super().forward(ids[:, :-1]), ids, prompt_length)
-
-    def score(self, ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
-        """The same log-probs (G, T) as `forward`, up to float rounding, through `completion_logits`: the
-        shared prompt once, the LM head on the scored positions only. For the passes nobody records."""
-        return self.token_logprobs.pick(self.completion_logits(ids, prompt_length), ids[:, prompt_length:])  # (G, T)
+from app.engine.lm.scored import ScoredDecoder, share_weights
 
 
 class SmolLMGRPO(TokenGRPO):
@@ -49,17 +26,6 @@ class SmolLMGRPO(TokenGRPO):
     def __init__(self, cfg: DecoderConfig, conventions: Conventions | None = None, temperature: float = 1.0):
         super().__init__(conventions or Conventions(), ScoredDecoder(cfg, temperature),
                          ScoredDecoder(cfg, temperature), ScoredDecoder(cfg, temperature))
-
-
-def share_weights(target: nn.Module, source: nn.Module) -> None:
-    """Make `target` read `source`'s parameter tensors (same structure; tied weights stay tied), as
-    frozen parameters of its own: two frozen copies of one checkpoint cost one, and `source` keeps
-    its own Parameters (and their requires_grad). `target` must then never be trained."""
-    frozen: dict[int, nn.Parameter] = {}
-    for name, param in source.named_parameters(remove_duplicate=False):
-        shared = frozen.setdefault(id(param), nn.Parameter(param.detach(), requires_grad=False))
-        owner_name, _, leaf = name.rpartition(".")
-        setattr(target.get_submodule(owner_name) if owner_name else target, leaf, shared)
 
 
 def build_smollm_grpo(model: Decoder, conventions: Conventions, *, old: Decoder | None = None,

@@ -52,20 +52,20 @@ import torch
 from app.engine.grpo.gradient_parts import gradient_parts
 from app.engine.grpo.params import Conventions
 from app.engine.grpo.token_objective import STATEMENT_MODULES
-from app.engine.grpo.token_records import TokenRecord
 from app.engine.grpo.token_step import token_grpo_step, token_loss_parts
-from app.engine.lm.decoder import Decoder, RMSNorm
+from app.engine.lm.decoder import Decoder
 from app.engine.lm.sampling import Progress, SampledGroup, no_progress, sample_group
 from app.engine.runtime.trace import record_model
 from app.kinds.smollm.domain.tasks import TASKS, Task
 from app.kinds.smollm.engine.checkpoint import LoadedModel
 from app.kinds.smollm.engine.node_summaries import NodeSummaries, attention_of
+from app.kinds.smollm.engine.optimiser import adamw, block_grad_norms, clip_gradient, gradient_norm
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.engine.prompts import prompt_ids, task_of
 from app.kinds.smollm.engine.smollm_grpo import ScoredDecoder, SmolLMGRPO, share_weights
-from app.kinds.smollm.engine.step_records import SmolCompletion, SmolStepResult, TokenMove
+from app.kinds.smollm.engine.step_records import SmolStepResult
+from app.kinds.smollm.engine.step_tables import completion_records, moved_most, token_text
 
-TOP_MOVED = 10
 
 def policy_of(grpo: SmolLMGRPO) -> ScoredDecoder:
     return cast(ScoredDecoder, grpo.policy)
@@ -129,56 +129,6 @@ def reference_read_from_old(grpo: SmolLMGRPO, nodes: NodeSummaries) -> Iterator[
         yield
     finally:
         del reference.forward
-
-
-def block_grad_norms(policy: Decoder) -> tuple[tuple[float, ...], dict[str, float], float]:
-    """sqrt(Σ ‖∂loss/∂W‖²) over each block's parameters, the rest's (embedding = LM head when tied, final
-    norm) and all of them, in float64."""
-    def norm(module: torch.nn.Module) -> float:
-        squares = [p.grad.double().pow(2).sum() for p in module.parameters() if p.grad is not None]
-        return float(torch.stack(squares).sum().sqrt()) if squares else 0.0
-    blocks = tuple(norm(block) for block in policy.blocks)
-    others = {"embed": norm(policy.embed), "norm": norm(policy.norm)}
-    if not policy.cfg.tie_embeddings:
-        others["lm_head"] = norm(policy.lm_head)
-    return blocks, others, float(sum(v * v for v in (*blocks, *others.values())) ** 0.5)
-
-
-def adamw(policy: Decoder, params: SmolParams) -> torch.optim.AdamW:
-    """AdamW as transformers' Trainer builds it from TrainingArguments (Trainer.create_optimizer): lr,
-    betas (adam_beta1, adam_beta2), eps adam_epsilon, and weight decay on every weight but the norms'
-    gains (Trainer.get_decay_parameter_names leaves out biases and LayerNorm/RMSNorm weights; this
-    model has no biases)."""
-    gains = {id(p) for module in policy.modules() if isinstance(module, RMSNorm) for p in module.parameters()}
-    decayed = [p for p in policy.parameters() if id(p) not in gains]
-    kept = [p for p in policy.parameters() if id(p) in gains]
-    return torch.optim.AdamW([{"params": decayed, "weight_decay": params.weight_decay},
-                              {"params": kept, "weight_decay": 0.0}],
-                             lr=params.learning_rate, betas=(params.adam_beta1, params.adam_beta2),
-                             eps=params.adam_epsilon)
-
-
-def clip_gradient(policy: Decoder, max_grad_norm: float) -> float:
-    """Scale the policy's gradient to an L2 norm of at most `max_grad_norm` (0: leave it), as transformers'
-    Trainer does before each optimiser step (`if self.args.max_grad_norm > 0: grad_norm =
-    self._clip_grad_norm(model)`: clip_grad_norm_(model.parameters(), max_grad_norm)); returns the norm before
-    clipping, as Trainer logs it (`grad_norm`).
-
-    torch's clip_grad_norm_ is get_total_norm, then clip_grads_with_norm_ (each gradient times
-    max_norm / (norm + 1e-6) when that is < 1). The norm is taken here in float64 and handed to
-    clip_grads_with_norm_: torch's float32 norm of the 28M-entry embedding's gradient is off by ~2e-5
-    relative on the CPU (with it, a gradient clipped to max_grad_norm 1 measured 1.000022 on the real model)."""
-    total = gradient_norm(policy)
-    if max_grad_norm > 0:
-        torch.nn.utils.clip_grads_with_norm_(policy.parameters(), max_grad_norm,
-                                             torch.tensor(total, dtype=torch.float64))
-    return total
-
-
-def gradient_norm(policy: Decoder) -> float:
-    """‖∂loss/∂θ‖₂ over every parameter of the policy, in float64 (tied weights counted once)."""
-    squares = [p.grad.double().pow(2).sum() for p in policy.parameters() if p.grad is not None]
-    return float(torch.stack(squares).sum().sqrt()) if squares else 0.0
 
 
 def _rss_mb() -> float | None:
@@ -290,14 +240,14 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     times["update"] = time.perf_counter() - started
     report("update", 1, 1)
 
-    completions = _completions(loaded_model, group, parts, rewards, logp_recorded, logp_old, logp_ref, columns,
+    completions = completion_records(loaded_model, group, parts, rewards, logp_recorded, logp_old, logp_ref, columns,
                                grad_logp, (grad_surrogate, grad_kl), logp_after)
-    moved = _moved_most(completions)
+    moved = moved_most(completions)
     temperature = policy_of(grpo).temperature
     del grpo, optimiser
     return SmolStepResult(
         params=params, device=str(device), dtype=str(dtype).removeprefix("torch."), task_name=task.name,
-        prompt_text=task.text, prompt_tokens=tuple(_token_text(loaded_model, t) for t in prompt),
+        prompt_text=task.text, prompt_tokens=tuple(token_text(loaded_model, t) for t in prompt),
         reward_rules={part.name: part.pays for part in task.parts}, completions=completions,
         objective=objective, loss=loss, loss_surrogate=float(loss_parts.surrogate.detach()),
         loss_kl=float(loss_parts.kl.detach()), head=head, wide=wide, attention_block=params.attention_block,
@@ -328,36 +278,6 @@ def _earlier_iterations(grpo: SmolLMGRPO, optimiser: torch.optim.Optimizer, para
 def _moved(model: Decoder, device: str) -> Decoder:
     import copy
     return copy.deepcopy(model).to(device)
-
-
-def _token_text(loaded: LoadedModel, token: int) -> str:
-    return loaded.tokenizer.decode([token], skip_special_tokens=False)
-
-
-def _completions(loaded, group: SampledGroup, parts, rewards, logp, logp_old, logp_ref, columns, grad_logp, grad_parts,
-                 logp_after) -> tuple[SmolCompletion, ...]:
-    lists = {k: v.cpu().tolist() for k, v in columns.items()}
-    lp, lo, lr = logp.cpu().tolist(), logp_old.cpu().tolist(), logp_ref.cpu().tolist()
-    grads, after = grad_logp.cpu().tolist(), logp_after.cpu().tolist()
-    from_surrogate, from_kl = (g.cpu().tolist() for g in grad_parts)
-    rows = []
-    for i, text in enumerate(group.texts):
-        n = int(group.mask[i].sum())
-        ids = [int(t) for t in group.ids[i, group.prompt_length:group.prompt_length + n]]
-        tokens = tuple(TokenRecord(
-            _token_text(loaded, ids[t]), lp[i][t], lo[i][t], lr[i][t], lists["ratio"][i][t],
-            bool(lists["clip_active"][i][t]), bool(lists["dual_clip_hit"][i][t]), lists["kl"][i][t],
-            lists["kl_term"][i][t], lists["per_token"][i][t], lists["weights"][i][t], grads[i][t], after[i][t],
-            from_surrogate[i][t], from_kl[i][t]) for t in range(n))
-        rows.append(SmolCompletion(text, tuple(ids), tokens, dict(parts[i]), float(rewards[i]),
-                                   float(lists["reward_used"][i]), float(lists["advantages"][i]), group.stopped[i]))
-    return tuple(rows)
-
-
-def _moved_most(completions: tuple[SmolCompletion, ...]) -> tuple[TokenMove, ...]:
-    moves = [TokenMove(i, t, token.text, token.logp, token.logp_after)
-             for i, completion in enumerate(completions) for t, token in enumerate(completion.tokens)]
-    return tuple(sorted(moves, key=lambda m: abs(m.delta), reverse=True)[:TOP_MOVED])
 
 
 __all__ = ["Progress", "SampledGroup", "block_grad_norms", "build_objective", "prompt_ids", "run_smol_step",
