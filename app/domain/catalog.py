@@ -95,17 +95,19 @@ class Catalog:
 
     @classmethod
     def load_directory(cls, path: pathlib.Path | str, classify: Classify = view_only,
-                       readers: Sequence[Reader] = ()) -> Catalog:
+                       readers: Sequence[Reader] = (), extra: Sequence[pathlib.Path] = ()) -> Catalog:
+        """Every *.json file of the folder, then the `extra` files (the kinds' own, made elsewhere)."""
         directory = pathlib.Path(path)
+        files: list[pathlib.Path] = []
         if not directory.is_dir():
             # A missing walkthroughs folder should give an empty app, not a crash.
             log.warning("walkthrough directory %s does not exist; catalog is empty", directory)
-            return cls()
-        try:
-            files = sorted(directory.glob("*.json"))
-        except OSError as exc:  # e.g. a folder that may not be listed
-            log.warning("cannot list walkthrough directory %s (%s); catalog is empty", directory, exc)
-            return cls()
+        else:
+            try:
+                files = sorted(directory.glob("*.json"))
+            except OSError as exc:  # e.g. a folder that may not be listed
+                log.warning("cannot list walkthrough directory %s (%s); catalog is empty", directory, exc)
+        files += [pathlib.Path(f) for f in extra]
         entries: list[CatalogEntry] = []
         seen: dict[str, str] = {}
         # Every *.json entry is listed: a dangling link or a folder is an error to show,

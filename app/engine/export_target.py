@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # torch loads only when a model is built: the CLI's --help stays instant
@@ -19,3 +20,5 @@ class ExportTarget:
     build: Callable[[], tuple[nn.Module, tuple[Any, ...]]]  # the model and example inputs for one forward pass
     select_output: Callable[[Any], Any] = lambda out: out  # which part of forward's result is the Output node's
     statement_modules: frozenset[str] = frozenset()  # modules drawn with one `Python` statement member
+    # the same model on a file's configuration (`--from FILE`: a GGUF file's sizes), for targets that take one
+    from_file: Callable[[Path], tuple[nn.Module, tuple[Any, ...]]] | None = None

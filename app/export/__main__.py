@@ -5,6 +5,8 @@ asked of the house; the exporter's library (the rest of app/export) names no kin
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import os
 import pathlib
 import sys
@@ -46,6 +48,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=pathlib.Path, metavar="FILE",
                    help="file to write, e.g. walkthroughs/mine.tensorviz.json (its name, less .tensorviz.json, "
                         "is the walkthrough's id in the app)")
+    p.add_argument("--from", dest="source", type=pathlib.Path, default=None, metavar="FILE",
+                   help="trace the model on this file's configuration (a GGUF file's sizes), for models that take one")
     p.add_argument("--exported-at", type=_iso, default=None, metavar="TIME",
                    help="the file's exportedAt (ISO 8601); default: $SOURCE_DATE_EPOCH if set, else now. "
                         "Fix it for byte-identical exports")
@@ -65,8 +69,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds", file=sys.stderr)
         return 2
     started = time.perf_counter()
+    target = TARGETS[args.model]
+    if args.source is not None:
+        if target.from_file is None:
+            print(f"error: --from: model {args.model} is traced on its own configuration only", file=sys.stderr)
+            return 2
+        if not args.source.is_file():
+            print(f"error: --from: no such file: {args.source}", file=sys.stderr)
+            return 2
+        target = dataclasses.replace(target, build=functools.partial(target.from_file, args.source))
     try:
-        text = export(TARGETS[args.model], read_steps(args.steps), exported_at)
+        text = export(target, read_steps(args.steps), exported_at)
     except StepsError as exc:
         print(f"error: {args.steps}: {exc}", file=sys.stderr)
         return 1

@@ -72,6 +72,9 @@ def _node(trace: Trace, node: TracedNode, members: list[str] | None) -> dict[str
         meta = {"layerType": palette.OUTPUT}
     elif node.kind == "module":
         assert node.module is not None and members is not None
+        # a module may state its own sizes (`graph_params()`), so a graph says what it is made of
+        stated = getattr(node.module, "graph_params", None)
+        params = dict(stated()) if callable(stated) else {}
         meta = {"layerType": palette.MODULE, "moduleInstanceId": node.node_id,
                 "moduleTemplateId": f"model::{type(node.module).__name__}", "isGroup": True,
                 "moduleMembers": members, "moduleLayerCount": len(members)}

@@ -56,13 +56,14 @@ def _app_state(app: FastAPI, settings: Settings, kind_registry: KindRegistry) ->
     app.state.device = resolve_device(settings.device)
     app.state.kinds = kind_registry
     # Each file's kind is decided once, here and at upload, by the registry's first match.
+    made = kind_registry.walkthrough_files(settings)  # the kinds' own (an added model's), after the folder's
     app.state.catalog = Catalog.load_directory(settings.walkthroughs_dir, kind_registry.classify,
-                                               kind_registry.readers)
+                                               kind_registry.readers, [f.path for f in made])
     app.state.catalog.uploads = UploadStore.open(settings.resolved_data_dir, settings.database_url,
                                                  quota_mb=settings.upload_quota_mb, cache_mb=settings.upload_cache_mb)
     app.state.catalog.uploads.classify = kind_registry.classify
     app.state.catalog.uploads.readers = kind_registry.readers
-    app.state.catalog.featured = kind_registry.featured
+    app.state.catalog.featured = kind_registry.featured + tuple(f.featured for f in made if f.featured is not None)
     # Additive, never replaced: a kind's templates and static names start with its id, and its words
     # for nodes answer only for graphs shaped like its model, so one app's kinds never change another's.
     add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])

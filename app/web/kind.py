@@ -27,6 +27,7 @@ from app.engine.export_target import ExportTarget
 from app.engine.grpo.params import Conventions
 from app.engine.jobs.tasks import JobTask
 from app.views.meaning import NodeMeaning
+from app.web.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,12 @@ FIRST_PAGE = 0  # runs a featured walkthrough's first pages read, seconds each
 FIRST_PATH = 1  # the first training path a paths box shows
 REAL_STEP = 2  # one long step a page shows the progress of (a pretrained model's)
 LONG_PATHS = 3  # the rest: long training paths
+
+
+class WalkthroughFile(NamedTuple):
+    """A walkthrough file a kind makes itself (Kind.walkthrough_files), and its words for the lists, if any."""
+    path: Path
+    featured: Featured | None = None
 
 
 class DefaultRun(NamedTuple):
@@ -105,6 +112,9 @@ class Kind:
     # so a first visitor finds them computed: a GET never starts one (web/jobs/start.py). Computed in
     # their `order`, the kinds' together (FIRST_PAGE first), after any visitor's run.
     default_runs: Callable[[FastAPI], list[DefaultRun]] | None = None
+    # Walkthrough files of its own besides the walkthroughs folder's (made from the server's settings: an
+    # added model's), loaded into the catalog after the folder's, in every process that loads the catalog
+    walkthrough_files: Callable[[Settings], list[WalkthroughFile]] | None = None
     # A file format of its own: such files open as this kind whatever their graph
     reader: Reader | None = None
     # Its own walkthrough files, listed first with what they teach (the first loaded one is `/`)
@@ -176,6 +186,10 @@ class KindRegistry:
     def stylesheets(self) -> tuple[str, ...]:
         """Every kind's stylesheets as static names (`<kind id>/<name>`)."""
         return tuple(f"{k.id}/{name}" for k in self.kinds for name in k.stylesheets)
+
+    def walkthrough_files(self, settings: Settings) -> list[WalkthroughFile]:
+        """Every kind's own walkthrough files for these settings (Kind.walkthrough_files)."""
+        return [f for k in self.kinds if k.walkthrough_files is not None for f in k.walkthrough_files(settings)]
 
     def get(self, kind_id: str | None) -> Kind | None:
         return next((k for k in self.kinds if k.id == kind_id), None)

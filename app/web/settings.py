@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # Past UPLOAD_QUOTA_MB in all, new uploads get 507; UPLOAD_CACHE_MB bounds each worker's
     # cache of parsed uploads (weighed by their raw bytes).
     data_dir: Path | None = None
+    # GGUF_MODELS=FILE[:FILE…]: Llama or Qwen GGUF files served as real-model walkthroughs of their own, besides
+    # those `python -m app models add FILE` remembered in DATA_DIR/models.json (app/engine/lm/registry.py)
+    gguf_models: str = ""
     uploads_dir: Path | None = None
     xdg_data_home: Path | None = None
     database_url: str | None = None  # holds a password, perhaps: never logged

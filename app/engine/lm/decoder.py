@@ -181,6 +181,16 @@ class Decoder(nn.Module):
                              rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_freq_factors),
                              persistent=False)  # [D/2]
 
+    def graph_params(self) -> dict[str, int | float | bool]:
+        """The sizes an exported graph's group node carries (app/export/graph.py), so the page's words are this
+        model's (the kind's views read them): the config, the head width and the parameter count."""
+        cfg = self.cfg
+        return {"n_layer": cfg.n_layer, "n_embd": cfg.n_embd, "n_head": cfg.n_head, "n_kv_head": cfg.n_kv_head,
+                "head_dim": cfg.head_dim, "ffn_dim": cfg.ffn_dim, "vocab_size": cfg.vocab_size,
+                "tie_embeddings": cfg.tie_embeddings, "qkv_bias": cfg.qkv_bias, "qk_norm": cfg.qk_norm,
+                "rope_theta": cfg.rope_theta, "context_length": cfg.context_length,
+                "parameters": sum(p.numel() for p in self.parameters())}  # a tied matrix once
+
     @classmethod
     def small(cls, seed: int = 0, n_layer: int = 2) -> Decoder:
         """A randomly initialised tiny model of the same architecture, for fast tests."""

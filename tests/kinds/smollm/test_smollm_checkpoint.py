@@ -50,14 +50,14 @@ def test_a_missing_file_says_how_to_install_it(monkeypatch, tmp_path):
 
 def test_a_cached_load_never_opens_the_gguf_metadata(tiny_path, monkeypatch, tmp_path):
     monkeypatch.setenv("SMOLLM_GGUF", str(tiny_path))
-    first = checkpoint._load(tmp_path)
+    first = checkpoint._load(tmp_path, None)
     assert first.meta["converted"] and not first.meta["text_cached"]
 
     def no_reader(path):
         raise AssertionError("the GGUF file's metadata was parsed again")
 
     monkeypatch.setattr(loaded, "GGUFReader", no_reader)
-    again = checkpoint._load(tmp_path)
+    again = checkpoint._load(tmp_path, None)
     assert not again.meta["converted"] and again.meta["text_cached"]
     text = "<|im_start|>user\nhello the world 12<|im_end|>"
     assert again.tokenizer.encode(text).ids == first.tokenizer.encode(text).ids
@@ -67,4 +67,4 @@ def test_a_cached_load_never_opens_the_gguf_metadata(tiny_path, monkeypatch, tmp
     kept.write_text(kept.read_text().replace(first.source_sha256, "0" * 64))
     monkeypatch.undo()
     monkeypatch.setenv("SMOLLM_GGUF", str(tiny_path))
-    assert not checkpoint._load(tmp_path).meta["text_cached"]
+    assert not checkpoint._load(tmp_path, None).meta["text_cached"]

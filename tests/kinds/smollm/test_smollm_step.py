@@ -270,7 +270,7 @@ def test_the_progress_bar_weighs_only_the_inner_steps_a_step_takes(inner_steps):
 @pytest.mark.parametrize(("field", "value"), [
     ("group_size", 1), ("group_size", 17), ("max_new_tokens", 3), ("max_new_tokens", 97), ("temperature", 0.05),
     ("temperature", 1.6), ("inner_steps", 0), ("inner_steps", 5), ("learning_rate", 0.0), ("learning_rate", 0.1),
-    ("prompt", -1), ("prompt", 99), ("attention_block", 30), ("seed", -1), ("beta", -1.0), ("max_grad_norm", -1.0),
+    ("prompt", -1), ("prompt", 99), ("attention_block", 256), ("seed", -1), ("beta", -1.0), ("max_grad_norm", -1.0),
     ("adam_beta1", 1.0), ("adam_beta2", -0.1), ("adam_epsilon", 0.0), ("weight_decay", -0.1)])
 def test_bounds_are_refused_naming_the_field(field, value):
     with pytest.raises(ValidationError) as refused:

@@ -44,22 +44,31 @@ def cache_dir(data_dir: Path) -> Path:
 
 
 _lock = threading.Lock()
-_loaded: dict[Path, LoadedModel] = {}
+_loaded: dict[tuple[Path, Path | None], LoadedModel] = {}
 
 
-def load(data_dir: Path) -> LoadedModel:
-    """The model, tokenizer and template, loaded once per process and data directory (later calls
-    return the same object). The converted weights are kept under `data_dir/models/`."""
-    key = Path(data_dir).resolve()
+def load(data_dir: Path, gguf: Path | None = None) -> LoadedModel:
+    """The model, tokenizer and template of `gguf` (default: the installed SmolLM2, find_gguf), loaded once per
+    process, data directory and file (later calls return the same object). The converted weights are kept
+    under `data_dir/models/`."""
+    key = (Path(data_dir).resolve(), None if gguf is None else Path(gguf).resolve())
     with _lock:
         if key not in _loaded:
-            _loaded[key] = _load(key)
+            _loaded[key] = _load(*key)
         return _loaded[key]
 
 
-def _load(data_dir: Path) -> LoadedModel:
-    path = find_gguf()
+def _load(data_dir: Path, gguf: Path | None) -> LoadedModel:
+    path = find_gguf() if gguf is None else gguf
     if path is None:
         where = f"${GGUF_ENV} ({os.environ[GGUF_ENV]})" if os.environ.get(GGUF_ENV) else CHECKPOINT_PACKAGE
         raise FileNotFoundError(f"SmolLM2's GGUF file was not found in {where}; install it with: {INSTALL_HINT}")
+    if not path.is_file():
+        raise FileNotFoundError(f"the model's GGUF file {path} is gone")
     return load_gguf(path, cache_dir(data_dir))
+
+
+def runnable(own: Path | None) -> bool:
+    """Whether a walkthrough's model is here: an added model's own file (own_models.model_file), or the
+    installed default when it has none."""
+    return own.is_file() if own is not None else find_gguf() is not None

@@ -30,8 +30,15 @@ from app.kinds.smollm.engine.model_config import SMOLLM2_135M
 MAX_GROUP = 16
 MIN_NEW_TOKENS, MAX_NEW_TOKENS, DEFAULT_NEW_TOKENS = 4, 96, 48
 MAX_INNER_STEPS = 4
-N_BLOCKS = 30  # SmolLM2-135M's; a smaller test model refuses a block it lacks at step time
-DEFAULT_ATTENTION_BLOCK = 12
+MAX_BLOCKS = 256  # a bound on the query; the step refuses a block its model lacks (SmolLM2-135M has 30)
+ATTENTION_DEPTH = 0.4  # the default attention block's place in the model's depth: 12 of SmolLM2's 30
+
+
+def default_attention_block(n_layer: int) -> int:
+    """The block whose attention a step keeps unless told: 40 % of the way up (12 of 30, 1 of 2)."""
+    return min(max(round(ATTENTION_DEPTH * n_layer), 0), n_layer - 1)
+
+
 TEXT_FIELDS = ("prompt_text", "expected")  # the reader's own words: taken as typed ("none" is text, not "off")
 CHAT_TOKENS = 64  # SmolLM2's chat template around one user message: 31 tokens (its system line, the turn markers)
 assert 4 * MAX_PROMPT_CHARS + CHAT_TOKENS + MAX_NEW_TOKENS <= SMOLLM2_135M.context_length, "a typed prompt must fit"
@@ -77,8 +84,9 @@ class SmolParams(Conventions):
         description="Before each AdamW step the policy's gradient is scaled down to this L2 norm when larger "
                     "(torch.nn.utils.clip_grad_norm_, as transformers' Trainer does; its default 1.0); 0: no "
                     "clipping.")] = 1.0
-    attention_block: Annotated[int, Field(ge=0, le=N_BLOCKS - 1,
-        description="The block whose per-head attention weights are kept.")] = DEFAULT_ATTENTION_BLOCK
+    attention_block: Annotated[int | None, Field(ge=0, le=MAX_BLOCKS - 1,
+        description="The block whose per-head attention weights are kept (0 to the model's blocks - 1); "
+                    "default: the block 40 % of the way up, 12 of SmolLM2-135M's 30.")] = None
     max_length: Annotated[int, Field(ge=1, le=4096,
         description="The constant of token_sum_norm (Dr. GRPO); max_new_tokens when not given.")] = DEFAULT_NEW_TOKENS
 
@@ -133,9 +141,9 @@ class SmolParams(Conventions):
 
     @field_validator("attention_block")
     @classmethod
-    def _block_exists(cls, value: int, info: ValidationInfo) -> int:
+    def _block_exists(cls, value: int | None, info: ValidationInfo) -> int | None:
         n_layer = (info.context or {}).get("n_layer")
-        if n_layer is not None and value >= n_layer:
+        if n_layer is not None and value is not None and value >= n_layer:
             raise ValueError(f"the model has {n_layer} blocks (0 to {n_layer - 1})")
         return value
 

@@ -33,10 +33,12 @@ def run_params(seed: int, scale: float = 1.0, conventions: Conventions | None = 
     return SmolRunParams(**{**fields, "seed": seed, "steps": steps_for(scale)})
 
 
-def path_params(path: str, params: SmolRunParams, device: str) -> dict[str, Any]:
+def path_params(path: str, params: SmolRunParams, device: str, model: Path | None = None) -> dict[str, Any]:
+    """The job's params; `model`: an added model's GGUF file (none: the default model)."""
     if path not in PATHS:
         raise KeyError(path)
-    return {"path": path, "run": params.model_dump(mode="json"), "device": device}
+    return {"path": path, "run": params.model_dump(mode="json"), "device": device,
+            **({"model": str(model)} if model else {})}
 
 
 def params_of(job_params: Mapping[str, Any]) -> SmolRunParams:
@@ -55,14 +57,15 @@ def run(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) -> Sm
     def report(stage: str, step: int, steps: int) -> None:
         progress(stage, step + 1, step * STAGES_PER_STEP + STAGES.index(stage), total)
 
-    loaded = checkpoint.load(data_dir)
+    loaded = checkpoint.load(data_dir, Path(job_params["model"]) if job_params.get("model") else None)
     with intra_op_threads(job_threads()):
         return run_r1_zero(params, loaded, str(job_params["device"]), progress=report)
 
 
 def title(job_params: Mapping[str, Any]) -> str:
     p = job_params["run"]
-    return (f"SmolLM2 {job_params['path']}: {p['steps']} steps, G {p['group_size']} x {p['max_new_tokens']} tokens, "
+    model = Path(job_params["model"]).stem if job_params.get("model") else "SmolLM2"
+    return (f"{model} {job_params['path']}: {p['steps']} steps, G {p['group_size']} x {p['max_new_tokens']} tokens, "
             f"seed {p['seed']} ({job_params['device']})")
 
 

@@ -60,7 +60,7 @@ from app.kinds.smollm.domain.tasks import TASKS, Task
 from app.kinds.smollm.engine.checkpoint import LoadedModel
 from app.kinds.smollm.engine.node_summaries import NodeSummaries, attention_of
 from app.kinds.smollm.engine.optimiser import adamw, block_grad_norms, clip_gradient, gradient_norm
-from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.engine.params import SmolParams, default_attention_block
 from app.kinds.smollm.engine.prompts import prompt_ids, task_of
 from app.kinds.smollm.engine.smollm_grpo import ScoredDecoder, SmolLMGRPO, share_weights
 from app.kinds.smollm.engine.step_records import SmolStepResult
@@ -195,7 +195,9 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
     report("forward", 0, 1)
     positions = torch.cat([torch.ones_like(group.mask[:, :1]).expand(-1, group.prompt_length),
                            group.mask[:, :-1]], dim=1).bool()  # (G, L - 1): the scored positions that are real
-    attention_id = f"softmax@policy.blocks.{params.attention_block}.attention#0"
+    attention_block = (params.attention_block if params.attention_block is not None
+                       else default_attention_block(model.cfg.n_layer))
+    attention_id = f"softmax@policy.blocks.{attention_block}.attention#0"
     nodes = NodeSummaries(positions, keep=frozenset({attention_id}))  # each node summarised as soon as it can be
     with reference_read_from_old(grpo, nodes):
         recording = record_model(grpo, (group.ids, group.mask, rewards, group.prompt_length),
@@ -250,7 +252,7 @@ def run_smol_step(params: SmolParams, loaded_model: LoadedModel, device: str = "
         prompt_text=task.text, prompt_tokens=tuple(token_text(loaded_model, t) for t in prompt),
         reward_rules={part.name: part.pays for part in task.parts}, completions=completions,
         objective=objective, loss=loss, loss_surrogate=float(loss_parts.surrogate.detach()),
-        loss_kl=float(loss_parts.kl.detach()), head=head, wide=wide, attention_block=params.attention_block,
+        loss_kl=float(loss_parts.kl.detach()), head=head, wide=wide, attention_block=attention_block,
         attention=attention, block_grad_norms=blocks, other_grad_norms=others, policy_grad_norm=total, moved=moved,
         stage_seconds={k: round(v, 3) for k, v in times.items()}, rss_before_mb=rss_before,
         peak_rss_mb=_peak_rss_mb(), ids=group.ids.tolist(), mask=group.mask.tolist(),

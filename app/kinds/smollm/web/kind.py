@@ -9,15 +9,18 @@ from fastapi import FastAPI, Request
 
 from app.domain.catalog import CatalogEntry, Featured
 from app.engine.jobs.tasks import JobTask, Progress
-from app.kinds.smollm.engine import checkpoint, export_target, run_task, step_task
+from app.kinds.smollm.engine import checkpoint, export_target, own_models, run_task, step_task
 from app.kinds.smollm.engine.node_map import KIND_ID, is_smollm_runnable
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.views.meaning import describe_smollm
-from app.kinds.smollm.views.story import STORIES
+from app.kinds.smollm.views.model_facts import ModelFacts
+from app.kinds.smollm.views.story import STORIES, stories_for
 from app.kinds.smollm.web import api, pages, paths
+from app.kinds.smollm.web.model_choice import own_model, required_model
+from app.kinds.smollm.web.models_command import models_command
 from app.web.conventions_query import conventions_from
-from app.web.errors import NotRunnable
-from app.web.kind import REAL_STEP, DefaultRun, Kind
+from app.web.kind import REAL_STEP, DefaultRun, Kind, WalkthroughFile
+from app.web.settings import Settings
 
 
 def install(app: FastAPI) -> None:
@@ -59,18 +62,39 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     seed = paths.DEFAULT_SEED if query.get("seed") is None else int(query["seed"])
     given = query.get("conventions") or {}
     conventions = conventions_from(given) if given else None
-    if checkpoint.find_gguf() is None:
-        raise NotRunnable(f"the real model's checkpoint is not installed on this server ({checkpoint.INSTALL_HINT})")
+    model = required_model(request, entry.id)
     return run_task.TASK, run_task.path_params(path, run_task.run_params(seed, scale, conventions),
-                                               request.app.state.device)
+                                               request.app.state.device, model)
 
 
 def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict[str, Any]]]:
     """The one step a page's address names (its Run button's POST starts it); [] for a refused query."""
     q = pages.read_query(request.query_params)
-    if q.refused is not None or checkpoint.find_gguf() is None:
+    model = own_model(request, entry.id)
+    if q.refused is not None or not checkpoint.runnable(model):
         return []
-    return [(step_task.TASK, step_task.step_params(q.params, request.app.state.device))]
+    return [(step_task.TASK, step_task.step_params(q.params, request.app.state.device, model))]
+
+
+def walkthrough_files(settings: Settings) -> list[WalkthroughFile]:
+    """An added model's walkthrough each (GGUF_MODELS and `models add`'s), made where missing or stale, listed
+    after SmolLM2's with its own words."""
+    return [WalkthroughFile(path, own_featured(path.name.removesuffix(".tensorviz.json"), own_models.stamp_of(path)))
+            for path in own_models.walkthrough_files(settings.resolved_data_dir, settings.gguf_models)]
+
+
+def own_featured(walkthrough_id: str, stamp: dict[str, Any]) -> Featured:
+    """An added model's place in the lists: what it is, where it came from, and what each step shows of it."""
+    given = stamp["facts"]
+    facts = ModelFacts(**{k: v for k, v in given.items() if k in ModelFacts.__dataclass_fields__})
+    size = f", {facts.size_label} parameters" if facts.size_label else ""
+    return Featured(
+        walkthrough_id, f"GRPO on your model: {facts.name}",
+        f"{facts.name} ({facts.family}, {facts.n_layer} blocks{size}; from {given['file']}) answers a prompt "
+        f"eight times and one GRPO step runs on its own weights: the same six steps as SmolLM2's, where in its "
+        f"{facts.n_layer} blocks the step pushes, what its {facts.n_head} attention heads do, and which tokens "
+        "one update moved.",
+        rank=3, points=tuple((step, story.point) for step, story in stories_for(facts).items()))
 
 
 def default_runs(app: FastAPI) -> list[DefaultRun]:
@@ -93,5 +117,5 @@ KIND = Kind(id=KIND_ID, title="A real pretrained model: SmolLM2-135M-Instruct",
             templates=Path(__file__).resolve().parents[1] / "templates", tasks=(STEP_TASK, RUN_TASK), path_job=path_job,
             static=Path(__file__).resolve().parents[1] / "static", stylesheets=("smollm.css",),
             describe=describe_smollm, step_jobs=step_jobs, waits_for_jobs=False, default_runs=default_runs,
-            featured=(FEATURED,),
+            featured=(FEATURED,), walkthrough_files=walkthrough_files, commands={"models": models_command},
             export_targets=export_target.TARGETS)

@@ -5,6 +5,7 @@ the job store and draws what is there: the figures when the step is done, else i
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -12,8 +13,10 @@ from starlette.responses import Response
 
 from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import checkpoint, step_task
+from app.kinds.smollm.views.model_facts import model_facts
 from app.kinds.smollm.views.query import BadSmolView, SmolQuery, read_smol_query
 from app.kinds.smollm.views.screen import RunState, build_smol_screen
+from app.kinds.smollm.web.model_choice import own_model
 from app.kinds.smollm.web.paths import build_panel
 from app.stores.jobs import SERVER
 from app.views.urls import URLS
@@ -38,13 +41,14 @@ def read_query(query: Mapping[str, str]) -> SmolQuery:
         raise NotFound(str(exc)) from None
 
 
-def run_state(q: SmolQuery, device: str):
-    """(RunState, the step's result or None) as the job store has them; a GET never queues."""
-    if checkpoint.find_gguf() is None:
+def run_state(q: SmolQuery, device: str, model: Path | None = None):
+    """(RunState, the step's result or None) as the job store has them; a GET never queues. `model`: an added
+    model's GGUF file (none: the default model's)."""
+    if not checkpoint.runnable(model):
         return RunState("no-checkpoint", install_hint=checkpoint.INSTALL_HINT), None
     if q.refused is not None:
         return RunState("not-started"), None
-    job = JOBS.find(step_task.TASK, step_task.step_params(q.params, device))
+    job = JOBS.find(step_task.TASK, step_task.step_params(q.params, device, model))
     if job is None:
         return RunState("not-started"), None
     if job.state == "done":
@@ -66,11 +70,12 @@ def step_page(asked: StepRequest) -> Response:
                                 node=query.get("node"), view=query.get("view"), own=q)
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
-    run, result = run_state(q, asked.device)
+    model = own_model(request, walkthrough_id)
+    run, result = run_state(q, asked.device, model)
     if result is not None:
         _check_view(result, q)
     poll = f"{URLS.walkthrough(walkthrough_id)}/smollm-progress?{urlencode({**q.query(), 'step': step_id})}"
-    panel = build_panel(walkthrough_id, step_id, q, asked.device)
+    panel = build_panel(walkthrough_id, step_id, q, asked.device, model, model_facts(snapshot))
     screen = build_smol_screen(snapshot, state, run, result, state.url(snapshot), poll, panel)
     context = step_context(screen, asked.catalog)
     if q.refused is not None:
@@ -97,7 +102,7 @@ def progress_box(request: Request, walkthrough_id: str, cat: CatalogDep, dev: De
         raise NotFound(f"walkthrough {walkthrough_id!r} is not the real model's")
     query = {k: v for k, v in request.query_params.items() if k != "step"}
     q = read_query(query)
-    run, _ = run_state(q, dev)
+    run, _ = run_state(q, dev, own_model(request, walkthrough_id))
     step_id = step if step in {s.id for s in entry.snapshot.steps} else entry.snapshot.opening_step_id
     page = URLS.step(walkthrough_id, step_id, q.query())
     headers = {"Cache-Control": NO_STORE}

@@ -3,6 +3,8 @@
 bounded as every start is, app/web/jobs/start.py). Thin: views/run_panel.py draws, engine/run_task.py runs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -14,8 +16,10 @@ from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import checkpoint, run_task
 from app.kinds.smollm.engine.node_map import KIND_ID
 from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.views.model_facts import SMOLLM2, ModelFacts, model_facts
 from app.kinds.smollm.views.query import SmolQuery
 from app.kinds.smollm.views.run_panel import TINY_LM_PATHS, WHY_NOT, RunPanel, path_tabs, run_view
+from app.kinds.smollm.web.model_choice import own_model
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, DeviceDep, find_loaded
 from app.web.errors import NotFound
@@ -28,18 +32,20 @@ NO_STORE = "no-store"
 router = APIRouter(include_in_schema=False)
 
 
-def r1_zero_job(device: str, seed: int = DEFAULT_SEED) -> tuple[str, dict]:
+def r1_zero_job(device: str, seed: int = DEFAULT_SEED, model: Path | None = None) -> tuple[str, dict]:
     """The panel's run: R1-Zero at its defaults (20 steps, G 8 x 32 tokens) from the page's seed (the step's
-    sampling seed: step s of the run samples with seed + s) on the server's device."""
-    return run_task.TASK, run_task.path_params("r1-zero", run_task.run_params(seed), device)
+    sampling seed: step s of the run samples with seed + s) on the server's device; `model`: an added model's file."""
+    return run_task.TASK, run_task.path_params("r1-zero", run_task.run_params(seed), device, model)
 
 
-def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str) -> RunPanel:
+def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, model: Path | None = None,
+                facts: ModelFacts = SMOLLM2) -> RunPanel:
+    """The paths panel of a walkthrough whose model is `facts` (run by `model`'s file; none: the default's)."""
     path = q.process or "r1-zero"
     seed = q.params.seed
-    task, params = r1_zero_job(device, seed)
+    task, params = r1_zero_job(device, seed, model)
     run = run_task.params_of(params)
-    job = JOBS.find(task, params) if checkpoint.find_gguf() is not None else None
+    job = JOBS.find(task, params) if checkpoint.runnable(model) else None
     result = JOBS.result(job) if job is not None and job.state == "done" else None
     base = f"{URLS.walkthrough(walkthrough_id)}/smollm-paths/r1-zero?step={step_id}&seed={seed}"
     waiting = job is not None and not job.finished
@@ -47,11 +53,11 @@ def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str) ->
     def page(p: str) -> str:
         return URLS.step(walkthrough_id, step_id, q.with_view(process=p).query()) + "#smol-paths"
 
-    return RunPanel(path, path_tabs(path, page), job, run_view(result) if result is not None else None,
+    return RunPanel(path, path_tabs(path, page), job, run_view(result, facts) if result is not None else None,
                     start_url=base, poll_url=f"{base}&process={path}" if waiting else None,
                     why_not=WHY_NOT.get(path), tiny_lm_url=TINY_LM_PATHS.format(path=path), steps=run.steps,
                     group_size=run.group_size, max_new_tokens=run.max_new_tokens, seed=seed,
-                    queue_place=JOBS.ahead(job) if job is not None else None)
+                    queue_place=JOBS.ahead(job) if job is not None else None, facts=facts)
 
 
 def _entry(cat, walkthrough_id: str, path: str) -> CatalogEntry:
@@ -73,7 +79,9 @@ def paths_panel(request: Request, walkthrough_id: str, path: str, cat: CatalogDe
     entry = _entry(cat, walkthrough_id, path)
     if process not in PATH_IDS:
         raise NotFound(f"process must be one of {', '.join(PATH_IDS)}, got {process!r}")
-    panel = build_panel(walkthrough_id, _step_id(entry, step), SmolQuery(_seeded(seed), process=process), dev)
+    assert entry.snapshot is not None
+    panel = build_panel(walkthrough_id, _step_id(entry, step), SmolQuery(_seeded(seed), process=process), dev,
+                        own_model(request, walkthrough_id), model_facts(entry.snapshot))
     headers = {"Cache-Control": NO_STORE} if panel.poll_url or panel.view is None else None
     return render(request, PANEL, PANEL, {"paths": panel}, headers=headers)
 
@@ -83,10 +91,11 @@ async def start_run(request: Request, walkthrough_id: str, path: str, cat: Catal
                     step: str = "", seed: str = str(DEFAULT_SEED)):
     """The panel's Run, or Try again after a failure: the run queued, then the panel (htmx) or the page."""
     entry = _entry(cat, walkthrough_id, path)
-    if checkpoint.find_gguf() is None:
+    model = own_model(request, walkthrough_id)
+    if not checkpoint.runnable(model):
         raise NotFound("the real model's checkpoint is not installed on this server")
     params = _seeded(seed)
-    await start_jobs(request, [r1_zero_job(dev, params.seed)])  # a failed run is queued again
+    await start_jobs(request, [r1_zero_job(dev, params.seed, model)])  # a failed run is queued again
     step_id = _step_id(entry, step)
     if wants_fragment(request):
         return await run_in_threadpool(paths_panel, request, walkthrough_id, path, cat, dev, step_id, "r1-zero",
