@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.domain.snapshot import Node, Snapshot
-from app.views.graph_camera import Camera, fit_all, fit_camera, with_holders
+from app.views.graph_camera import PHONE_ROOM, Camera, cut_by, fit_all, fit_camera, fits, with_holders
 from app.views.graph_dot import LayoutCluster, LayoutNode, dot_layout
 from app.views.graph_layout import (
     NODE_HEIGHT,
@@ -94,6 +94,12 @@ class DrawnNode:
     lines: tuple[LabelLine, ...] = ()   # the display name as drawn (wrapped when long)
     # an open module's header (its text and ±): x, y, width, where dot put it
     header: tuple[float, float, float] | None = None
+    header_height: float = 0.0
+
+    @property
+    def header_box(self) -> tuple[float, float, float, float] | None:
+        """An open module's title block (name, id line, ±) as a box: what the camera keeps whole."""
+        return (*self.header, self.header_height) if self.header else None
 
     @property
     def short_label(self) -> str:
@@ -161,6 +167,15 @@ class GraphView:
     framed_ids: tuple[str, ...] = ()   # what the camera must show whole (the step's own nodes)
     context_ids: tuple[str, ...] = ()  # framed plus their direct neighbours, shown when they fit
     holder_ids: tuple[str, ...] = ()   # open modules holding a framed node: framed with it when they fit
+    # The step's open modules as the camera wants them, in order (the innermost holding the step's node
+    # first): (id, "header") its title block, (id, "box") all of it; each joins the framed boxes while
+    # all still fit the frame at a readable zoom (static/js/camera.js, graph_camera.fit_camera).
+    wanted: tuple[tuple[str, str], ...] = ()
+    # The step's open modules whose title cannot share a phone's frame with the step's node (a title
+    # 800 units above it): (id, display name), named in the frame's title strip (partials/graph_titles.html).
+    far_titles: tuple[tuple[str, str], ...] = ()
+    # nodes (and "note:<node id>" notes) the camera leaves across the viewport's edge: drawn faded
+    cut_ids: tuple[str, ...] = ()
     layout_key: str = ""      # changes exactly when the boxes move (another set of open modules)
     layout_seconds: float = 0.0        # what dot took for this view (0: cached)
     notes: tuple[DrawnNote, ...] = ()
@@ -188,21 +203,19 @@ def _declared_shape(node: Node) -> str | None:
 
 
 def _shape_warning(node: Node, declared: str | None, traced: tuple[int, ...] | None) -> str | None:
-    """Say so when the file's shape is not what the model computes; never fix it silently."""
-    if declared is None or traced is None:
+    """Say so when the file's shape is not what the model computes; never fix it silently. An input's
+    declared shape is the export's example, not the model's: its palette entry's default (the user's
+    export: 1,3,224,224) or the shape the exporter traced with (the real model's 2,7), where a run feeds its own.
+    That is the export's quirk, not the reader's problem, so no alarm on the node: the inspector says
+    it as information (views/inspector.py shape_note)."""
+    if declared is None or traced is None or node.kind == "input":
         return None
     try:
         if tuple(int(part) for part in declared.split(",")) == traced:
             return None
     except ValueError:
         pass  # a shape that is not a list of ints cannot match either
-    text = f"declared {declared} but traced {shape_text(traced)}"
-    palette = node.metadata.layer_type
-    defaults = [p.get("defaultValue") for p in (palette.parameters if palette else [])
-                if p.get("name") == "shape"]
-    if declared in defaults:
-        text += ": the file's value is the palette default"
-    return text
+    return f"declared {declared} but traced {shape_text(traced)}"
 
 
 # -- sizing ----------------------------------------------------------------------
@@ -296,7 +309,8 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
             parent_id=node.parent_id, depth=len(ancestors(snapshot, nid)), selected=nid in chosen,
             shape=traced_of[nid], declared_shape=declared,
             shape_warning=_shape_warning(node, declared, traced_of[nid]), lines=sized[nid][0],
-            header=laid.headers[nid][:3] if nid in laid.headers else None))
+            header=laid.headers[nid][:3] if nid in laid.headers else None,
+            header_height=laid.headers[nid][3] if nid in laid.headers else 0.0))
     # Containers behind everything, outer behind inner; otherwise file order (stable sort).
     drawn.sort(key=lambda n: (0, n.depth) if n.is_container else (1, 0))
 
@@ -306,9 +320,12 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
     bounds = ((min(n.x for n in drawn), min(n.y for n in drawn),
                max(n.x + n.width for n in drawn), max(n.y + n.height for n in drawn))
               if drawn else (0.0, 0.0, 0.0, 0.0))
-    framed_ids = tuple(n for n in dict.fromkeys([*framed, *selected]) if n in visible_set)
-    # neighbours of a framed node, or of a member drawn inside a framed (open) module
-    core = set(framed_ids) | {n for n in visible if set(ancestors(snapshot, n)) & set(framed_ids)}
+    named = [n for n in dict.fromkeys([*framed, *selected]) if n in visible_set]
+    # What must be whole: the selection, and the named modules drawn as boxes; a named open module
+    # (a container) is wanted instead: whole where it fits, else its title (below).
+    framed_ids = tuple(n for n in named if n in chosen or n not in containers)
+    # neighbours of a named node, or of a member drawn inside a named (open) module
+    core = set(named) | {n for n in visible if set(ancestors(snapshot, n)) & set(named)}
     context = set(core)
     for e in edges:
         if e.source in core:
@@ -319,15 +336,43 @@ def build_graph_view(snapshot: Snapshot, expanded: Iterable[str], selected: Iter
     vw, vh = viewport if viewport is not None else DEFAULT_VIEWPORT
     holder_ids = tuple(a for a in dict.fromkeys(a for n in framed_ids for a in ancestors(snapshot, n))
                        if a in containers and a not in framed_ids)
+    # the open modules the step names: those holding its nodes (innermost first), then the others
+    groups = [*holder_ids, *(n for n in named if n in containers and n not in framed_ids and n not in holder_ids)]
+    wanted = tuple((g, part) for g in groups for part in ("header", "box"))
+    by_id = {n.id: n for n in drawn}
+
+    def box_of(gid: str, part: str) -> tuple[float, float, float, float]:
+        header = by_id[gid].header_box
+        return header if part == "header" and header else laid.boxes[gid]
+
+    own = [laid.boxes[n] for n in framed_ids if n in chosen]
+    # named outermost first, as a path: "Policy › Llama block 12 › Grouped-query attention"
+    far_titles = tuple((g, _title(by_id[g])) for g in [*reversed(holder_ids), *groups[len(holder_ids):]]
+                       if own and g not in chosen and not fits([*own, box_of(g, "header")], PHONE_ROOM))
+    # what the frame's edge must not cut: every box but an open module's (its title block instead), and notes
+    avoid = [laid.boxes[n.id] if not n.is_container else box_of(n.id, "header") for n in drawn]
+    avoid += [(note.x, note.y, note.width, note.height) for note in drawn_notes]
     need = with_holders([laid.boxes[n] for n in framed_ids], [laid.boxes[n] for n in holder_ids], (vw, vh))
-    camera = fit_camera(need, [laid.boxes[n] for n in context_ids], (vw, vh))
+    camera = fit_camera(need, [laid.boxes[n] for n in context_ids], (vw, vh),
+                        wanted=[box_of(g, part) for g, part in wanted], avoid=avoid)
+    owners = [n.id for n in drawn] + [f"note:{note.node_id}" for note in drawn_notes]
+    cut_ids = tuple(owners[i] for i in cut_by(camera, (vw, vh), avoid))
     if not framed_ids:
-        camera = fit_all(bounds, (vw, vh))
+        camera, cut_ids = fit_all(bounds, (vw, vh)), ()
     key = hashlib.sha256(repr((sorted(containers), sorted(laid.boxes.items()))).encode()).hexdigest()[:12]
     return GraphView(nodes=drawn, edges=edges, camera=camera,
                      viewport_width=float(vw), viewport_height=float(vh), bounds=bounds,
-                     framed_ids=framed_ids, context_ids=context_ids, holder_ids=holder_ids, layout_key=key,
+                     framed_ids=framed_ids, context_ids=context_ids, holder_ids=holder_ids,
+                     wanted=wanted if framed_ids else (), far_titles=far_titles, cut_ids=cut_ids, layout_key=key,
                      layout_seconds=laid.seconds, notes=drawn_notes)
+
+
+def _title(node: DrawnNode) -> str:
+    """An open module's name in the frame's title strip: its display name, and its index where its id
+    ends in one ("Llama block" is one of thirty: "Llama block 12")."""
+    last = node.id.rsplit(".", 1)[-1]
+    name = node.display_name
+    return f"{name} {last}" if last.isdigit() and not name.endswith(last) else name
 
 
 def _short_label(node_id: str, parent_id: str | None) -> str:

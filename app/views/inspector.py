@@ -7,10 +7,11 @@ Pure view model: no web framework, no template syntax.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.snapshot import Snapshot
+from app.domain.snapshot import Node, Snapshot
 from app.engine.runtime.records import NodeRecord
 from app.views.meaning import NodeMeaning
 
@@ -39,6 +40,7 @@ class InspectorView:
     declared_shape: str | None
     shape_warning: str | None
     anchor_connections: list[dict] = field(default_factory=list)
+    shape_note: str | None = None  # the export's palette-default shape, said as information
 
 
 def flatten(values: Any) -> list[float]:
@@ -69,18 +71,47 @@ def tensor_stats(values: Any) -> TensorStats:
     return TensorStats(min(flat), max(flat), math.fsum(flat) / len(flat), len(flat))
 
 
-def shape_warning(declared: str | None, traced: tuple[int, ...] | None) -> str | None:
-    """The export's input declares the palette default 1,3,224,224; say so rather than fix it."""
-    if declared is None or traced is None:
-        return None
+def _dims(shape: str) -> tuple[int, ...] | None:
     try:
-        declared_dims = tuple(int(d) for d in declared.split(","))
+        return tuple(int(d) for d in shape.split(","))
     except ValueError:
-        return f"declared shape {declared!r} is not a list of integers; traced shape is {traced}"
-    if declared_dims == tuple(traced):
         return None
-    return (f"The file declares shape ({declared}), the palette's default; the traced tensor is "
-            f"{tuple(traced)}, which is what Linear(3, 4) takes. Shown as traced.")
+
+
+def palette_defaults(node: Node) -> list[str]:
+    """The shape values the node's palette entry offers as its default (an export's metadata)."""
+    palette = node.metadata.layer_type
+    return [str(p["defaultValue"]) for p in (palette.parameters if palette else [])
+            if p.get("name") == "shape" and p.get("defaultValue") is not None]
+
+
+def shape_warning(declared: str | None, traced: tuple[int, ...] | None, defaults: Sequence[str] = (),
+                  is_input: bool = False) -> str | None:
+    """A declared shape the model does not compute: said, never fixed. An input's, or one that is only
+    the palette entry's default, is the export's example, not the reader's problem: shape_note says it."""
+    if declared is None or traced is None or is_input or declared in defaults:
+        return None
+    dims = _dims(declared)
+    if dims is None:
+        return f"declared shape {declared!r} is not a list of integers; traced shape is {traced}"
+    if dims == tuple(traced):
+        return None
+    return f"The file declares shape ({declared}); the traced tensor is {tuple(traced)}. Shown as traced."
+
+
+def shape_note(declared: str | None, traced: tuple[int, ...] | None, defaults: Sequence[str] = (),
+               is_input: bool = False) -> str | None:
+    """Information, not an alarm: the file declares the palette entry's default shape (the user's export's
+    input, 1,3,224,224), or an input's shape from the export's own trace (the real model's 2,7), where the
+    traced one differs."""
+    if declared is None or traced is None or _dims(declared) == tuple(traced):
+        return None
+    what, shown = ("input" if is_input else "tensor"), ",".join(str(d) for d in traced)
+    if declared in defaults:
+        return f"The file's palette entry declares a default shape {declared}; the traced {what} is {shown}."
+    if is_input:
+        return f"The file declares shape {declared}, the input it was exported with; the traced input is {shown}."
+    return None
 
 
 def build_inspector(snapshot: Snapshot, node_id: str, meaning: NodeMeaning, record: NodeRecord | None = None,
@@ -98,6 +129,7 @@ def build_inspector(snapshot: Snapshot, node_id: str, meaning: NodeMeaning, reco
             if anchor.target.node_id == node_id and anchor.context is not None:
                 anchors = [c.model_dump(by_alias=False) for c in anchor.context.connections]
     layer_type = node.metadata.layer_type
+    traced, defaults = (record.shape if record else None), palette_defaults(node)
     return view(
         node_id=node_id, meaning=meaning, kind=node.kind, op=node.op,
         description=layer_type.description if layer_type else None,
@@ -106,6 +138,7 @@ def build_inspector(snapshot: Snapshot, node_id: str, meaning: NodeMeaning, reco
         value_stats=tensor_stats(record.values) if record else None,
         grad_stats=tensor_stats(record.grad) if record and record.grad is not None else None,
         declared_shape=declared,
-        shape_warning=shape_warning(declared, record.shape if record else None),
+        shape_warning=shape_warning(declared, traced, defaults, node.kind == "input"),
+        shape_note=shape_note(declared, traced, defaults, node.kind == "input"),
         anchor_connections=anchors, **extra,
     )

@@ -29,6 +29,28 @@ class GraphAnnotation:
 
 
 @dataclass(frozen=True)
+class Link:
+    """A link the step panel offers: its words on the button, and a sentence saying where it leads."""
+    label: str
+    url: str
+    sentence: str = ""
+
+
+@dataclass(frozen=True)
+class PartOf:
+    """A walkthrough that is one of a series a kind keeps (a training run's recorded steps): the series'
+    own page, this walkthrough's place in it, and its neighbours there. The step panel links them all,
+    and the last step's Next leads on to the next one (or back to the series' page after the last)."""
+    label: str            # where this walkthrough is, e.g. "Recorded step 60 of the run"
+    home: Link            # the series' page
+    previous: Link | None = None
+    next: Link | None = None
+
+
+UPLOAD = Link("your own run or snapshot", URLS.upload_form(), "Go on with your own run or snapshot")
+
+
+@dataclass(frozen=True)
 class Screen:
     snapshot: Snapshot
     state: ViewState[Any]  # a kind's screen narrows it to its own part (ViewState[ItsState])
@@ -49,6 +71,7 @@ class Screen:
     runnable: ClassVar[bool] = False  # a kind's screen computes; a view-only one draws the file
     stories: ClassVar[Mapping[str, StepStory]] = {}  # per step id: what it teaches (views/story.py)
     result: Any = None  # what the kind recorded for this view (None: nothing ran)
+    part_of: PartOf | None = None  # the series this walkthrough is one of (set by its kind's page)
 
     @property
     def framed_ids(self) -> list[str]:
@@ -90,9 +113,32 @@ class Screen:
         return bool(self.story and self.story.form_open) or self.form_refused
 
     def next_walkthrough(self, others: Sequence[ListedWalkthrough] | None) -> ListedWalkthrough | None:
-        """Where the last step leads on: the first other built-in walkthrough that loaded, if any
-        (an upload is not the next chapter of the story)."""
-        return next((w for w in others or () if w.builtin and not w.current and not w.error), None)
+        """The walkthrough after this one in the featured order (the catalog's ranks, as `others` lists
+        them): never an earlier one. None after the last (the reader's own run comes next, `onward`). An
+        upload is not a chapter of the story: from one, the story's first walkthrough."""
+        listed = list(others or ())
+        here = next((i for i, w in enumerate(listed) if w.current), None)
+        if here is None or not listed[here].builtin:
+            return next((w for w in listed if w.builtin and not w.error and not w.current), None)
+        return next((w for w in listed[here + 1:] if w.builtin and not w.error), None)
+
+    def onward(self, others: Sequence[ListedWalkthrough] | None) -> Link | None:
+        """Where the last step's Next leads: within a series, its next walkthrough, or back to the series'
+        page after the last; else the next featured walkthrough, and after the last of those the upload
+        page (your own run). Never back to an earlier chapter."""
+        if self.part_of is not None:
+            return self.part_of.next or self.part_of.home
+        on = self.next_walkthrough(others)
+        if on is not None:
+            return Link(on.title, on.start_url, "Go on to the next walkthrough")
+        return UPLOAD
+
+    def tab_title(self, others: Sequence[ListedWalkthrough] | None = None) -> str:
+        """The browser tab's title: the step's point (the headline the page shows), then the walkthrough's
+        name as the lists give it. The export's own step title is shown on the page, labelled, not here."""
+        here = next((w.title for w in others or () if w.current), None)
+        name = here or self.snapshot.collaboration.walkthrough.title or self.snapshot.name
+        return f"{self.headline} — {name} · GRPO walkthrough"
 
     @property
     def overview(self) -> bool:

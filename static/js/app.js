@@ -366,6 +366,17 @@
     if (node) { e.preventDefault(); go(node.getAttribute("data-href"), node, e); }
   });
 
+  // The key O changes the graph wherever the reader is on the page: its stage (toolbar and frame) comes
+  // into view first, so the change is seen; the swap then keeps the toggle, and so the graph, where it
+  // is (landing.js).
+  function showGraph() {
+    var stage = document.getElementById("graph-stage");
+    if (!stage) return;
+    var r = stage.getBoundingClientRect();
+    if (r.top >= 0 && r.bottom <= window.innerHeight) return;
+    stage.scrollIntoView({ block: r.height <= window.innerHeight ? "nearest" : "start" });
+  }
+
   document.addEventListener("keydown", function (e) {
     var t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
@@ -388,7 +399,7 @@
     }
     if (e.key === "o" || e.key === "O") {
       var ov = document.getElementById("overview-toggle");
-      if (ov) { e.preventDefault(); ov.click(); }
+      if (ov) { e.preventDefault(); showGraph(); ov.click(); }
       return;
     }
     if (!panzoom) return;
@@ -476,11 +487,13 @@
     });
   }
 
-  // htmx keeps a copy of the page's HTML for Back/Forward. Panzoom's inline styles must
-  // not go into it: restoring them as style attributes is refused by the CSP. Strip them
-  // while htmx copies the page (synchronously, right after this event), then put them back.
+  // htmx keeps a copy of the page's HTML for Back/Forward. No style attribute may go into it
+  // (Panzoom's, the edge tags' places, one an extension or a test tool left on a control):
+  // restoring them as style attributes is refused by the CSP. Strip them while htmx copies the
+  // page (synchronously, right after this event), then put them back. (A swap's settle copies
+  // none either: base.html leaves "style" out of htmx's attributesToSettle.)
   document.addEventListener("htmx:beforeHistorySave", function () {
-    var styled = Array.prototype.slice.call(document.querySelectorAll(".graph-frame [style], .graph-frame[style], .graph[style]"));
+    var styled = Array.prototype.slice.call(document.body.querySelectorAll("[style]"));
     var saved = styled.map(function (el) { return el.style.cssText; });
     styled.forEach(function (el) { el.removeAttribute("style"); });
     queueMicrotask(function () {

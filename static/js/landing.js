@@ -10,9 +10,13 @@
 //   4. else the swapped part itself (a panel that polled and swapped itself in).
 // Scroll: a named landing (1, 3) comes into view at its top when its top is not on screen; the
 // control or the swapped part (2, 4) stays where it was on screen, so nothing above it can move
-// the reader's place. Focus: on the control used when it is still there and on screen or inside L,
-// else on L. A swap nobody asked for (a poll: no event started it) neither scrolls nor takes focus;
-// only focus that was inside the swapped part, and went with it, moves to its replacement.
+// the reader's place. A control inside an element with data-land-also (the graph's frame names the
+// Inspector's heading) that lands on itself (2) also brings that element into view, scrolling no
+// further than keeps the holder's top on screen (the whole graph, where it fits), or, where the
+// holder's top is already above the screen, the control: a node's values are where its click shows.
+// Focus: on the control used when it is still there and on screen or inside L, else on L. A swap
+// nobody asked for (a poll: no event started it) neither scrolls nor takes focus; only focus that
+// was inside the swapped part, and went with it, moves to its replacement.
 (function () {
   "use strict";
 
@@ -66,12 +70,14 @@
     if (!d.xhr || !target || !d.shouldSwap) return;   // an error response keeps the page as it is
     document.documentElement.setAttribute("data-landing", "");
     var named = from && from.closest ? from.closest("[data-land]") : null;
+    var also = from && from.closest ? from.closest("[data-land-also]") : null;
     var fromKey = from && from !== target ? keyOf(from) : null;
     var targetKey = target.id ? "#" + CSS.escape(target.id) : null;
     var active = document.activeElement;
     pending.set(d.xhr, {
       asked: !!cfg.triggeringEvent,
       land: named ? named.getAttribute("data-land") : null,
+      also: also ? also.getAttribute("data-land-also") : null,
       fromKey: fromKey, fromTop: topOf(fromKey),
       targetKey: targetKey, targetTop: topOf(targetKey),
       landDefault: target.getAttribute("data-land-default"),
@@ -85,6 +91,20 @@
     if (el && topBefore !== null) window.scrollBy(0, el.getBoundingClientRect().top - topBefore);
   }
 
+  // The control's data-land-also element comes up into view (its top at least `room` px above the
+  // screen's bottom), as far as the holder's top (else the control's) stays on screen.
+  function showAlso(el, control) {
+    if (!el || !control) return;
+    var room = Math.min(120, window.innerHeight / 4);
+    var need = el.getBoundingClientRect().top - (window.innerHeight - room);
+    if (need <= 0) return;
+    var holder = control.closest("[data-land-also]");
+    var top = holder ? holder.getBoundingClientRect().top : -1;
+    var limit = top >= 0 ? top : control.getBoundingClientRect().top - 8;
+    var by = Math.min(need, limit);
+    if (by > 0) window.scrollBy(0, by);
+  }
+
   function land(d) {
     // A settle without a request (htmx's history restore) has no xhr: nothing was asked for.
     var was = d && d.xhr && pending.get(d.xhr);
@@ -93,7 +113,10 @@
     var part = find(was.targetKey) || (d.target && d.target.isConnected ? d.target : null);
     var L = null, named = false;
     if ((L = find(was.land))) named = true;
-    else if ((L = find(was.fromKey))) keepPlace(was.asked ? L : null, was.fromTop);
+    else if ((L = find(was.fromKey))) {
+      keepPlace(was.asked ? L : null, was.fromTop);
+      if (was.asked && was.also) showAlso(find(was.also), L);
+    }
     else if ((L = find(was.landDefault))) named = true;
     else if ((L = part)) keepPlace(part, was.targetTop);
     if (!L) return;

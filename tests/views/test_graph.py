@@ -169,16 +169,29 @@ def test_each_step_camera_frames_its_selection_and_neighbours_readably(seed, ste
         assert 0 <= left < right <= 1100 and 0 <= top < bottom <= 700, (step_id, node.id, left, top, right, bottom)
 
 
-def test_shape_warning_names_the_palette_default(seed):
+def declaring(node_id: str, shape: str):
+    """The seed with `node_id` declaring `shape` (the file's input declares its palette's default)."""
+    raw = json.loads(SEED.read_text())
+    node = next(n for n in raw["document"]["semantic"]["nodes"] if n["node_id"] == node_id)
+    node["params"]["shape"] = shape
+    return parse_snapshot(raw)
+
+
+def test_a_shape_warning_only_where_the_file_means_another_shape(seed):
     graph = build_graph_view(seed, [], [], shapes={"input": [1, 3], "policy": (1, 4)})
     node = graph.node("input")
     assert node.declared_shape == "1,3,224,224" and node.shape == (1, 3)
-    assert node.shape_warning == ("declared 1,3,224,224 but traced (1, 3): "
-                                  "the file's value is the palette default")
+    # an input's declared shape is the export's example (here its palette's default; the real model's,
+    # the shape the exporter traced): no alarm on the graph, the inspector says it as information
+    assert node.shape_warning is None
+    assert build_graph_view(declaring("input", "2,7"), [], [], shapes={"input": (8, 40)}).node("input").shape_warning is None
     assert graph.node("policy").shape_warning is None and graph.node("policy").shape == (1, 4)
-    agrees = build_graph_view(seed, [], [], shapes={"input": (1, 3, 224, 224)})
-    assert agrees.node("input").shape_warning is None
-    assert build_graph_view(seed, [], []).node("input").shape_warning is None  # nothing traced
+    # a node the file gives another shape than the model computes is warned about
+    other = declaring("advantages", "1,5")
+    assert build_graph_view(other, [], [], shapes={"advantages": (8,)}).node("advantages").shape_warning == \
+        "declared 1,5 but traced (8,)"
+    assert build_graph_view(other, [], [], shapes={"advantages": (1, 5)}).node("advantages").shape_warning is None
+    assert build_graph_view(other, [], []).node("advantages").shape_warning is None  # nothing traced
 
 
 def test_numbers_camera_and_defaults(seed):
@@ -394,11 +407,17 @@ def test_template_node_details(seed, env):
     assert not [a for a in by_id["advantages"].iter(f"{SVG}a") if a.get("class") == "toggle-link"]
 
     assert "inactive" in by_id["old_policy"].get("class").split()
-    warned = by_id["input"]
+    # the file's palette-default shape is no alarm on the node
+    plain = by_id["input"]
+    assert "warning" not in plain.get("class").split()
+    assert not [t for t in plain.iter(f"{SVG}text") if t.get("class") == "warning-text"]
+    # a node whose declared shape the model does not compute has one: short until selected (the
+    # inspector and the title say it whole)
+    html, svg = render(env, step_view(declaring("advantages", "1,5"), "policy", shapes={"advantages": (8,)}))
+    warned = next(g for g in node_groups(svg) if g.get("data-node-id") == "advantages")
     assert "warning" in warned.get("class").split()
-    # short until selected (the inspector and the title say it whole)
     assert [t.text for t in warned.iter(f"{SVG}text") if t.get("class") == "warning-text"] == ["⚠ file's shape differs"]
-    assert "palette default" in warned.find(f"{SVG}title").text
+    assert "declared 1,5 but traced (8,)" in warned.find(f"{SVG}title").text
 
 
 def test_template_escapes_snapshot_text(env):

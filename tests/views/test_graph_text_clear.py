@@ -5,11 +5,12 @@ template draws, for every step of both walkthroughs, the overview and each modul
 the browser test (tests/browser/test_graph_readable.py) checks the drawn text, edge tags included."""
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
 
-from app.domain.snapshot import load_snapshot
+from app.domain.snapshot import load_snapshot, parse_snapshot
 from app.views.graph import NOTE_HEIGHT, WARNING_ROW, build_graph_view
 from app.views.graph_layout import NODE_HEIGHT, DrawnEdge, edge_box_crossings
 
@@ -17,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 WALKTHROUGHS = {name: load_snapshot(ROOT / "walkthroughs" / f"{name}.tensorviz.json")
                 for name in ("toy_grpo", "tiny_lm_grpo")}
 REWARDS = {"advantages": "rewards r of the 8 completions"}   # the toy's note, as its screen words it
-TRACED_INPUT = {"input": (1, 3)}   # the toy file declares 1,3,224,224: a shape warning on the input
+TRACED_INPUT = {"input": (1, 3)}   # the toy file's input declares 1,3,224,224, its palette's default: no warning
 
 
 def views(snap):
@@ -71,14 +72,20 @@ def test_an_open_modules_header_is_inside_its_frame_above_its_members():
 
 
 def test_a_shape_warning_is_the_boxs_last_line_and_both_its_texts_fit():
-    snap = WALKTHROUGHS["toy_grpo"]
-    plain = build_graph_view(snap, (), ()).node("input")
-    warned = build_graph_view(snap, (), (), shapes=TRACED_INPUT).node("input")
-    selected = build_graph_view(snap, (), ("input",), shapes=TRACED_INPUT).node("input")
+    # a node (not an input: an input's declared shape is the export's example, never warned) whose
+    # declared shape the model does not compute
+    raw = json.loads((ROOT / "walkthroughs" / "toy_grpo.tensorviz.json").read_text())
+    next(n for n in raw["document"]["semantic"]["nodes"] if n["node_id"] == "advantages")["params"]["shape"] = "1,3,224,225"
+    snap = parse_snapshot(raw)
+    traced = {"advantages": (8,)}
+    plain = build_graph_view(snap, (), ()).node("advantages")
+    warned = build_graph_view(snap, (), (), shapes=traced).node("advantages")
+    selected = build_graph_view(snap, (), ("advantages",), shapes=traced).node("advantages")
     assert warned.shape_warning and warned.height == plain.height + WARNING_ROW
-    # sized for "⚠ declared 1,3,224,224" (its text when selected), so selecting it moves nothing
+    # sized for "⚠ declared 1,3,224,225" (its text when selected), so selecting it moves nothing
     assert (selected.width, selected.height) == (warned.width, warned.height)
-    assert warned.width >= len("⚠ declared 1,3,224,224") * 7.0
+    assert warned.width >= len("⚠ declared 1,3,224,225") * 7.0
+    assert build_graph_view(WALKTHROUGHS["toy_grpo"], (), (), shapes=TRACED_INPUT).node("input").shape_warning is None
 
 
 def test_a_note_is_a_box_above_its_node_with_an_arrow_into_it():

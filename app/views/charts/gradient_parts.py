@@ -126,7 +126,7 @@ def parts_chart(rows: Sequence[PartRow], caption: str) -> PartsChart:
         text = values_text(row.surrogate, row.kl, row.total)
         # the label and its numbers on one line where both fit, else the numbers on a second line
         one_line = len(row.label) * BOLD_W + len(text) * CHAR_W + 12 <= right - left
-        values_y = y + 11 if one_line else y + 24
+        values_y = y + 11 if one_line else y + 25  # 14 below the label: 11-unit text boxes are ~13 tall
         bar_y = values_y + 3
         ends = {1: 0.0, -1: 0.0}  # each direction stacks from 0 outwards: the surrogate first, then the KL
         segments = []

@@ -5,16 +5,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Request, UploadFile
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import RedirectResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.uploads import UploadRejected
 from app.views.home import build_home
 from app.views.screen import build_view_only_screen
+from app.views.upload_refusal import Refusal, record_refusal
 from app.views.urls import URLS
 from app.views.view_state import NoKindState, UnknownViewPart, ViewState
 from app.views.walkthrough_list import list_walkthroughs
-from app.web.deps import CatalogDep, ComputeDep, KindsDep, find_loaded, find_snapshot, read_capped
+from app.web.deps import CatalogDep, ComputeDep, find_loaded, find_snapshot, read_capped
 from app.web.errors import NotFound
 from app.web.jobs.start import start_jobs
 from app.web.jobs.wait import await_jobs
@@ -45,21 +46,32 @@ def walkthroughs_page(request: Request, cat: CatalogDep):
     return templates.TemplateResponse(request, "pages/walkthroughs.html", {"listed": listed})
 
 
+def upload_response(request: Request, refusal: Refusal | None = None) -> HTMLResponse:
+    """The upload page; with a refusal (any of its forms'), the refusal first, focused, its form right under it
+    (issue 49), answered with the refusal's status and never stored by a cache."""
+    kinds = request.app.state.kinds
+    response = templates.TemplateResponse(request, UPLOAD, {
+        "refusal": refusal, "help": kinds.upload_help, "formats": kinds.upload_formats},
+        status_code=refusal.status if refusal is not None else 200)
+    if refusal is not None:
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @router.get("/walkthroughs/new")
-def upload_form(request: Request, kinds: KindsDep):
-    return templates.TemplateResponse(request, UPLOAD, {"error": None, "help": kinds.upload_help,
-                                                        "formats": kinds.upload_formats})
+def upload_form(request: Request):
+    return upload_response(request)
 
 
 @router.post("/walkthroughs/new")
-async def upload_page(request: Request, cat: CatalogDep, kinds: KindsDep, file: Annotated[UploadFile, File()]):
-    """The form's target: success opens the snapshot; a refusal shows the reason next to the field."""
+async def upload_page(request: Request, cat: CatalogDep, file: Annotated[UploadFile, File()]):
+    """The form's target: success opens the snapshot; a refusal is said at the top of the page, naming the file
+    and the field, with the form right under it."""
     try:
         raw = await read_capped(request, file)
         entry, _ = await run_in_threadpool(cat.uploads.add, raw, file.filename or "upload.json")
     except UploadRejected as exc:
-        return templates.TemplateResponse(request, UPLOAD, {"error": str(exc), "help": kinds.upload_help,
-                                                            "formats": kinds.upload_formats}, status_code=exc.status)
+        return upload_response(request, record_refusal(file.filename, str(exc), exc.status))
     return RedirectResponse(URLS.step(entry.id, entry.snapshot.opening_step_id), status_code=303)
 
 

@@ -86,8 +86,8 @@ def test_walk_the_steps_focus_tokens_attention_and_tabs(make_context, size):
             expect_card_inside(page, tokens.nth(k))
         page.locator("body").click(position={"x": 1, "y": 1})  # blur: no card over the screenshot
         page.screenshot(path=str(SHOTS / f"browser-{size}-{step}.png"), full_page=True, caret="initial")
-    # the last step leads on to the other walkthrough (issue 20)
-    expect(page.locator("#next-step")).to_have_attribute("href", "/walkthroughs/toy_grpo/steps/policy")
+    # the last step leads on to the next walkthrough (issue 20), never back to the first (issue 49)
+    expect(page.locator("#next-step")).to_have_attribute("href", "/walkthroughs/smollm_grpo/steps/sample")
 
     # Tab from the metric tabs reaches the first token, whose card shows whole.
     page.locator(".metric-tab").last.focus()

@@ -192,8 +192,9 @@ def test_the_last_step_leads_on_to_the_other_walkthrough(client):
     nxt = last.select_one("a#next-step")
     assert nxt["href"] == f"{BASE}/steps/sample" and "Next:" in nxt.get_text()
     assert last.select_one("#leads-on a[href='#process-panel']") is not None
-    back = soup(client.get(f"{BASE}/steps/update")).select_one("a#next-step")
-    assert back["href"] == "/walkthroughs/toy_grpo/steps/policy"
+    # and on, never back to the first walkthrough (issue 49): the real model next, or the reader's own run
+    on = soup(client.get(f"{BASE}/steps/update")).select_one("a#next-step")
+    assert on["href"] in ("/walkthroughs/smollm_grpo/steps/sample", "/walkthroughs/new"), on["href"]
 
 
 def test_walkthroughs_page_lists_every_featured_one_with_sentences(client):

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from app.kinds.smollm.engine.step_records import SmolStepResult, TokenMove
 
 MAX_ATTENTION_ROWS = 48  # the answer's tokens drawn as rows (T ≤ 96: the first 48)
+# The attention map is drawn at 1:1 (its own box scrolls sideways on a phone): a cell per position, each
+# row and column labelled with its token in 11 px monospace (6.7 px a character), at most LABEL_CHARS long.
+CELL_W, CELL_H = 12, 13
+LABEL_PX, CHAR_PX, LABEL_CHARS = 11, 6.7, 12
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,18 @@ class BlockFigure:
     tied: bool  # every answer the same reward: every advantage 0
 
 
+def token_label(text: str) -> str:
+    """A token as a label can show it: a newline as ↵, a tab as ⇥, a leading or trailing space as ␣ (the
+    label is SVG text, where spaces collapse), cut to LABEL_CHARS with … (its <title> says it whole)."""
+    shown = text.replace("\n", "↵").replace("\t", "⇥").replace("\r", "")
+    stripped = shown.strip(" ")
+    if stripped != shown:
+        lead, trail = len(shown) - len(shown.lstrip(" ")), len(shown) - len(shown.rstrip(" "))
+        shown = "␣" * lead + stripped + "␣" * trail
+    shown = shown or "∅"
+    return shown if len(shown) <= LABEL_CHARS else shown[:LABEL_CHARS - 1] + "…"
+
+
 @dataclass(frozen=True)
 class AttentionFigure:
     block: int
@@ -84,6 +100,42 @@ class AttentionFigure:
     row_tokens: tuple[str, ...]
     cells: tuple[tuple[float, ...], ...]  # rows × columns, each row's weights (0 beyond the causal edge)
     prompt_share: tuple[float, ...]  # per head: the mean weight the answer's rows put on the prompt
+    column_tokens: tuple[str, ...] = ()  # the token at each position (the prompt's, then the answer's)
+
+    # The drawing, at 1:1 in px: row labels at the left, column labels (read upwards) on top.
+    cell_w: int = CELL_W
+    cell_h: int = CELL_H
+    label_px: int = LABEL_PX
+
+    @property
+    def row_labels(self) -> tuple[str, ...]:
+        return tuple(token_label(t) for t in self.row_tokens)
+
+    @property
+    def column_labels(self) -> tuple[str, ...]:
+        return tuple(token_label(t) for t in self.column_tokens)
+
+    @property
+    def column_step(self) -> int:
+        """Every k-th column is labelled: every one while a cell is as wide as a line of label text."""
+        return max(1, math.ceil(self.label_px / self.cell_w))
+
+    @property
+    def left(self) -> float:
+        """The row labels' column: the longest label, right-aligned against the map."""
+        return round(max((len(t) for t in self.row_labels), default=1) * CHAR_PX + 8, 1)
+
+    @property
+    def top(self) -> float:
+        return round(max((len(t) for t in self.column_labels), default=1) * CHAR_PX + 8, 1)
+
+    @property
+    def width(self) -> float:
+        return self.left + self.columns * self.cell_w + 2
+
+    @property
+    def height(self) -> float:
+        return self.top + len(self.cells) * self.cell_h + 2
 
 
 @dataclass(frozen=True)
@@ -157,8 +209,10 @@ def attention_figure(result: SmolStepResult, completion: int, head: int) -> Atte
     # absolute shading would leave all but the strongest cells white (the caption says so).
     cells = tuple(tuple(w / (max(weights[head][r][:n]) or 1.0) for w in weights[head][r][:n]) for r in rows)
     share = tuple(sum(sum(w[r][:result.prompt_length]) for r in rows) / max(1, len(rows)) for w in weights)
+    positions = [*result.prompt_tokens, *(t.text for t in answer.tokens)]
+    columns = tuple(positions[i] if i < len(positions) else "" for i in range(n))
     return AttentionFigure(result.attention_block, completion, head, len(weights), len(result.attention), n,
-                           result.prompt_length, tuple(labels[:len(cells)]), cells, share)
+                           result.prompt_length, tuple(labels[:len(cells)]), cells, share, columns)
 
 
 def moved_figure(result: SmolStepResult) -> MovedFigure:

@@ -101,6 +101,24 @@ class RunStore:
             return {}
         return {int(step): str(walkthrough) for step, walkthrough in sorted(raw.items(), key=lambda kv: int(kv[0]))}
 
+    def recording(self, walkthrough_id: str) -> tuple[str, int, dict[int, str]] | None:
+        """The run that links `walkthrough_id` as one of its recorded steps (the first by id where several
+        do): (its id, the step, every recorded step of it); None when no run links it. Reads each run's
+        links in turn (one query each with `refs`): the stores keep no reverse index."""
+        for ident in sorted(self._linked_ids()):
+            recorded = self.recorded(ident)
+            step = next((s for s, w in recorded.items() if w == walkthrough_id), None)
+            if step is not None:
+                return ident, step, recorded
+        return None
+
+    def _linked_ids(self) -> set[str]:
+        """The runs that may have recorded steps: every row's (with `refs`) and every links sidecar's (a run
+        stored before rows is adopted when `recorded` first reads it)."""
+        files = {p.name.removesuffix(".records.json") for p in self.root.glob("*.records.json")}
+        ids = files | (self.refs.run_ids() if self.refs is not None else set())
+        return {i for i in ids if RUN_ID.match(i)}
+
     def link_records(self, ident: str, records: dict[int, str]) -> dict[int, str]:
         """Add recorded steps to a stored run (a step recorded again points at its newer record); the whole map."""
         if self.refs is not None:

@@ -2,17 +2,14 @@
 // goes to POST /api/runs as the raw body of an XMLHttpRequest (fetch reports no upload progress), whose upload
 // events feed the <progress> bar (percent and MB sent); then "Reading the run…" while the server unpacks and
 // opens it; then the run explorer. Without script the same form posts multipart to /runs/new, which answers a 303
-// to the explorer (or a page naming the files left out). Nothing here goes to another host.
+// to the explorer (or a page naming the files left out). Nothing here goes to another host. A refusal (issue 49) is
+// said beside the form in the page's own words (the <template> run_upload_form.html renders), naming the archive,
+// then brought into view with the form above it and focused.
 (function () {
   "use strict";
 
   function mb(bytes) {
     return (bytes / 1048576).toFixed(bytes < 10485760 ? 1 : 0);
-  }
-
-  function show(el, text) {
-    el.textContent = text;
-    el.hidden = false;
   }
 
   function init() {
@@ -24,18 +21,45 @@
     const bar = document.getElementById("run-upload-bar");
     const words = document.getElementById("run-upload-words");
     const failure = document.getElementById("run-upload-error");
+    const blank = document.getElementById("run-upload-refusal"); // the refusal's words, name and reason left blank
     const maxBytes = Number(form.dataset.maxBytes);
 
-    function fail(text) {
+    function reveal() {
+      // the form and the message under it in the first view (the message alone when both do not fit), then the
+      // reader's focus on the message
+      const top = form.getBoundingClientRect().top;
+      const end = failure.getBoundingClientRect();
+      const room = window.innerHeight;
+      if (top < 0 || end.bottom > room) {
+        const span = end.bottom - top;
+        const by = span <= room - 16 ? top - Math.min(48, (room - span) / 2) : end.top - 8;
+        window.scrollBy({ top: by, left: 0, behavior: "instant" });
+      }
+      failure.focus({ preventScroll: true });
+    }
+
+    function fail(file, why) {
       box.hidden = true;
-      show(failure, text);
+      failure.textContent = "";
+      failure.classList.add("upload-refusal");
+      if (blank && blank.content) {
+        const said = blank.content.cloneNode(true);
+        said.querySelector("[data-slot=file]").textContent = file ? file.name : "The archive";
+        said.querySelector("[data-slot=why]").textContent = why + (/[.!?]$/.test(why) ? "" : ".");
+        failure.append(said);
+      } else {
+        failure.textContent = why;
+      }
+      failure.hidden = false;
       button.disabled = false;
       input.setAttribute("aria-invalid", "true");
+      reveal();
     }
 
     function refusedList(refused, url) {
       // Stored, but some files were left out: say which before moving on (the explorer does not list them).
       failure.textContent = "";
+      failure.classList.remove("upload-refusal");
       const p = document.createElement("p");
       p.textContent = "The run is stored; " + refused.length + (refused.length === 1 ? " file was" : " files were") +
         " left out:";
@@ -56,7 +80,7 @@
       box.hidden = true;
     }
 
-    function answered(xhr) {
+    function answered(xhr, file) {
       let body = null;
       try {
         body = JSON.parse(xhr.responseText);
@@ -73,7 +97,7 @@
         return;
       }
       const why = body && body.error ? body.error : "the server answered " + xhr.status;
-      fail("The run could not be opened (" + xhr.status + "): " + why);
+      fail(file, " (" + xhr.status + "): " + why);
     }
 
     form.addEventListener("submit", function (event) {
@@ -83,8 +107,7 @@
       failure.hidden = true;
       input.removeAttribute("aria-invalid");
       if (maxBytes && file.size > maxBytes) {
-        fail("This archive is " + mb(file.size) + " MB: this server opens runs of at most " + mb(maxBytes) +
-          " MB. Archive the run's logs and dumps without its checkpoints' weights.");
+        fail(file, ": it is " + mb(file.size) + " MB, and this server opens runs of at most " + mb(maxBytes) + " MB");
         return;
       }
       button.disabled = true;
@@ -108,10 +131,10 @@
         words.textContent = "100 % · " + mb(file.size) + " MB sent. Reading the run…";
       });
       xhr.addEventListener("load", function () {
-        answered(xhr);
+        answered(xhr, file);
       });
       xhr.addEventListener("error", function () {
-        fail("The upload stopped: the connection was closed before the server answered. Try again.");
+        fail(file, ": the upload stopped, the connection closed before the server answered. Try again");
       });
       xhr.send(file);
     });

@@ -2,7 +2,8 @@
 
 - `POST /api/runs`: the archive (.zip, .tar, .tar.gz) as the request body, raw or as a form's `archive` part;
   201 (200 when already stored) with the run's id, explorer URL, recorded steps and the files left out.
-- `POST /runs/new`: the upload page's form (no script needed); 303 to the explorer, or the error page.
+- `POST /runs/new`: the upload page's form (no script needed); 303 to the explorer, or the upload page with the
+  refusal at its top, naming the archive, and the form right under it (views/run_refusal.py).
 
 The body goes to a file under DATA_DIR/tmp/run-uploads (web/run_upload_body.py), is unpacked there with every
 member checked (domain/run_archive.py), and the folder is opened as `python -m app open` opens one
@@ -32,13 +33,15 @@ from app.kinds.step_record.domain.run_log import RunLogError
 from app.kinds.step_record.domain.run_store import RunRefused
 from app.kinds.step_record.engine.run_opening import OpenedRun, open_run_dir
 from app.kinds.step_record.views import urls
-from app.kinds.step_record.web.run_upload_body import FIELD, receive_archive
+from app.kinds.step_record.views.run_refusal import TEMPLATE, run_refusal
+from app.kinds.step_record.web.run_upload_body import FIELD, Received, receive_archive
 from app.kinds.step_record.web.run_upload_schemas import RunRefusalBody, RunUploadBody
 from app.stores.uploads import StoreUnavailable
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.middleware.limits import MULTIPART_OVERHEAD, allow_body
-from app.web.rendering import render, render_error
+from app.web.rendering import render, templates
+from app.web.routes.pages import upload_response
 from app.web.schemas.errors import ErrorBody, ValidationErrorBody, error
 
 API_PATH, PAGE_PATH = "/api/runs", "/runs/new"
@@ -68,6 +71,7 @@ def install(app: FastAPI) -> None:
         allow_body(app, "POST", path, settings.run_upload_max_mb * MB + MULTIPART_OVERHEAD, message)
     app.include_router(pages)
     app.include_router(api)
+    templates.env.globals["run_refusal_template"] = TEMPLATE  # what run-upload.js fills in (run_upload_form.html)
 
 
 def _remove_stale(temp_root: Path) -> None:
@@ -129,13 +133,13 @@ def _open(archive: Path, work: Path, limits: ArchiveLimits, runs, uploads) -> St
     return Stored(opened, [(scrub(path), scrub(why)) for path, why in opened.refused])
 
 
-async def _receive_and_open(request: Request, cat) -> Stored:
+async def _receive_and_open(request: Request, cat, received: Received | None = None) -> Stored:
     config: UploadConfig = request.app.state.run_upload
     config.temp_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=config.temp_root, prefix="run-"))
     try:
         try:
-            await receive_archive(request, work / "archive")
+            await receive_archive(request, work / "archive", received)
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise ArchiveRefused(None, "the server's disk is full: the archive could not be received", 507) \
@@ -196,13 +200,16 @@ async def upload_run_api(request: Request, cat: CatalogDep) -> Response:
 @pages.post(PAGE_PATH)
 async def upload_run_page(request: Request, cat: CatalogDep) -> Response:
     """The upload page's "Open a whole run" form without script: a multipart form, then the explorer (or, when
-    some files were left out, a page that names them and links the explorer)."""
+    some files were left out, a page that names them and links the explorer); refused, the upload page with the
+    refusal at its top, naming the archive, the form right under it."""
+    received = Received()
     try:
-        stored = await _receive_and_open(request, cat)
+        stored = await _receive_and_open(request, cat, received)
     except ArchiveRefused as exc:
-        return render_error(request, exc.status, "This run could not be opened", str(exc))
+        return upload_response(request, run_refusal(received.filename, str(exc), exc.status))
     except StoreUnavailable as exc:
-        return render_error(request, 503, "Busy", f"The upload store cannot be reached just now ({exc}); try again.")
+        return upload_response(request, run_refusal(
+            received.filename, f"the upload store cannot be reached just now ({exc}); try again", 503))
     except ClientDisconnect:
         return Response(status_code=400)  # the client left mid-upload: nobody reads this
     if stored.refused:  # stored, but not whole: say which files were left out before the explorer, which cannot

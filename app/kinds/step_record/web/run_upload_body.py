@@ -9,6 +9,7 @@ RUN_UPLOAD_MAX_MB plus the form's overhead), past which `receive` raises and the
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,6 +21,13 @@ from app.kinds.step_record.domain.run_archive import MB, ArchiveRefused
 
 FLUSH_BYTES = MB
 FIELD = "archive"  # the form's file input, and the part read from a multipart body
+
+
+@dataclass
+class Received:
+    """What is known of the archive as it arrives: the name its form part gave it (None for a raw body), its size."""
+    filename: str | None = None
+    size: int = 0
 
 
 class _Sink:
@@ -43,7 +51,8 @@ class _Sink:
 class _Form:
     """python-multipart's callbacks: keep the `archive` part's bytes of the chunk just parsed, drop the rest."""
 
-    def __init__(self) -> None:
+    def __init__(self, received: Received) -> None:
+        self.received = received
         self.found = self.in_archive = False
         self.field, self.value, self.headers = b"", b"", {}  # type: tuple[bytes, bytes, dict[bytes, bytes]]
         self.data: list[bytes] = []
@@ -71,6 +80,8 @@ class _Form:
         _, options = parse_options_header(self.headers.get(b"content-disposition"))
         self.in_archive = options.get(b"name") == FIELD.encode() and not self.found
         self.found = self.found or self.in_archive
+        if self.in_archive and options.get(b"filename"):
+            self.received.filename = options[b"filename"].decode("utf-8", "replace")
 
     def part_data(self, data: bytes, start: int, end: int) -> None:
         if self.in_archive:
@@ -80,12 +91,12 @@ class _Form:
         self.in_archive = False
 
 
-async def _multipart(request: Request, content_type: str, sink: _Sink) -> None:
+async def _multipart(request: Request, content_type: str, sink: _Sink, received: Received) -> None:
     _, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
     if not boundary:
         raise ArchiveRefused(None, "a multipart body with no boundary in its Content-Type")
-    form = _Form()
+    form = _Form(received)
     parser = MultipartParser(boundary, form.callbacks())  # type: ignore[arg-type]
     try:
         async for chunk in request.stream():
@@ -101,21 +112,24 @@ async def _multipart(request: Request, content_type: str, sink: _Sink) -> None:
                                    f"{FIELD!r}", 422, field=FIELD)
 
 
-async def receive_archive(request: Request, path: Path) -> int:
+async def receive_archive(request: Request, path: Path, received: Received | None = None) -> int:
     """Stream the request's archive into `path` (created); its size. Raises ArchiveRefused (400/422) for a body
-    that holds none, ClientDisconnect when the client goes away, and the body cap's exception past it."""
+    that holds none, ClientDisconnect when the client goes away, and the body cap's exception past it. `received`
+    learns the form part's file name as soon as its headers are read (a refusal names the file)."""
+    received = received if received is not None else Received()
     content_type = request.headers.get("content-type", "")
     with open(path, "xb") as out:
         sink = _Sink(out)
         if content_type.lower().startswith("multipart/form-data"):
-            await _multipart(request, content_type, sink)
+            await _multipart(request, content_type, sink, received)
         else:
             async for chunk in request.stream():
                 await sink.write(chunk)
         await sink.flush()
+    received.size = sink.size
     if sink.size == 0:
         raise ArchiveRefused(None, "the request holds no archive (an empty body)", 422, field=FIELD)
     return sink.size
 
 
-__all__ = ["FIELD", "receive_archive"]
+__all__ = ["FIELD", "Received", "receive_archive"]

@@ -16,6 +16,7 @@ from app.kinds.toy.views.figure_control import FigureControl, build_figure_contr
 from app.kinds.toy.views.form import STAGE_PARAMS_NOTE, ParamForm
 from app.kinds.toy.views.inspector import build_toy_inspector
 from app.kinds.toy.views.meaning import choice_label
+from app.kinds.toy.views.path_view import PathView, build_path_view
 from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
 from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
 from app.kinds.toy.views.story import STORIES, StoryFigure, build_story_figure
@@ -50,6 +51,17 @@ class ToyScreen(Screen):
     def story_figure(self) -> StoryFigure | None:
         """The step's focus figure: the group, revealed as far as the story has come."""
         return build_story_figure(self.result, self.state.step_id)
+
+    @property
+    def path_view(self) -> PathView | None:
+        """With a training path chosen: what the step's figure shows instead of the step's own group, whether
+        the step's point still shows in it, and the way back (toy/story_figure.html draws it first)."""
+        panel = self.panel
+        if not self.own.process or panel is None or panel.process is None or panel.stage is None:
+            return None
+        back = self.url(self.state.with_own(process=None, stage=None))
+        return build_path_view(self.result, self.state.step_id, panel.process, panel.stage.stage,
+                               panel.stage.iterations, back)
 
     @property
     def figure_control(self) -> FigureControl | None:
