@@ -73,5 +73,6 @@ def nothing_to_open(path: Path) -> str:
     return (f"{path}: nothing here opens as a run. Looked for: {STATE} here or in a checkpoint-N/ folder (TRL); "
             "a UNIPO canonical file (*.json here with header and entries at the top); step records "
             f"({RECORD_GLOB} in {', '.join(f'{d}/' for d in RECORD_DIRS)} or here); per-token files (prime-rl's "
-            "token_exports/step_N/rank_R.jsonl, slime's train_data/N.pt); TRL's completions/completions_N.parquet; "
+            "token_exports/step_N/rank_R.jsonl, slime's train_data/N.pt or train_data/N_RANK.pt); slime's rollout "
+            "dumps (rollout_data/N.pt); TRL's completions/completions_N.parquet; "
             "verl's rollout dumps (N.jsonl in rollout_data_dir/, rollout_data/ or rollouts/)")

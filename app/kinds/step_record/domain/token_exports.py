@@ -14,8 +14,14 @@ computed, the token's advantage and its loss mask: what the train/inference mism
   `DIR/train_data/{rollout_id}.pt`, a torch.save of `{"format_version": 2, "rollout_id", "samples": [...]}`,
   each sample its response's tensors: `rollout_log_probs` (inference), `log_probs` (trainer), `advantages`,
   `loss_masks`, optional `entropy`, and `truncated` (slime/ray/rollout.py). Read with `weights_only=True`:
-  tensors, numbers, strings, lists and dicts only, never arbitrary pickled objects. slime's
-  `rollout_data/{id}.pt` needs `weights_only=False` (it pickles Sample objects), so this app never opens it.
+  tensors, numbers, strings, lists and dicts only, never arbitrary pickled objects.
+- **slime before format 2** (slime/utils/train_dump_utils.py `save_debug_train_data`, from ed2f3a9 in July 2025
+  to d38dc29, replaced by 681b3ad in August 2026): every rank wrote `DIR/train_data/{rollout_id}_{rank}.pt`, its
+  own shard as the trainer held it (engine/slime_ranks.py says how the ranks are put back together).
+- **slime's rollout dumps** (slime/observability/rollout_data_utils.py `save_debug_rollout_data` at 624b824):
+  `DIR/rollout_data/{rollout_id}.pt`, `{"rollout_id", "samples": [Sample.to_dict(), ...]}`: plain dicts (the
+  status enum written as its value), so `weights_only=True` reads them (slime's own loader passes False only
+  to rebuild Sample objects). They give the groups and rewards (engine/slime_rollouts.py); eval_{id}.pt is skipped.
 
 Refused by file and field path (`token_exports/step_3/rank_0.jsonl line 4: $.loss_mask: …`), never guessed.
 One sequence at a time is parsed: a file is streamed line by line (prime-rl) or is one step's batch (slime).
@@ -37,6 +43,7 @@ PRIME_SCHEMA = 1
 _STEP_DIR = re.compile(r"step_(\d+)\Z")
 _RANK_FILE = re.compile(r"rank_(\d+)\.jsonl\Z")
 _ROLLOUT_FILE = re.compile(r"(\d+)\.pt\Z")  # eval_{id}.pt, slime's evaluation dumps, hold no training step
+_RANK_DUMP = re.compile(r"(\d+)_(\d+)\.pt\Z")  # slime before format 2: {rollout_id}_{rank}.pt
 
 
 class TokenExportError(ValueError):
@@ -62,6 +69,7 @@ class ExportFile:
     step: int
     path: Path
     source: str  # "prime-rl" | "slime"
+    rank: int | None = None  # slime's per-rank layout (before format 2): the rank its file name says
 
 
 def find_token_exports(root: Path) -> tuple[ExportFile, ...]:
@@ -76,9 +84,14 @@ def find_token_exports(root: Path) -> tuple[ExportFile, ...]:
                              if _RANK_FILE.match(p.name) and p.is_file())
     dumps = root / "train_data"
     if dumps.is_dir():
-        found.extend(ExportFile(int(m.group(1)), p, "slime") for p in dumps.iterdir()
-                     if (m := _ROLLOUT_FILE.match(p.name)) and p.is_file())
-    return tuple(sorted(found, key=lambda f: (f.step, f.source, f.path.name)))
+        for p in dumps.iterdir():
+            if not p.is_file():
+                continue
+            if m := _ROLLOUT_FILE.match(p.name):
+                found.append(ExportFile(int(m.group(1)), p, "slime"))
+            elif m := _RANK_DUMP.match(p.name):
+                found.append(ExportFile(int(m.group(1)), p, "slime", int(m.group(2))))
+    return tuple(sorted(found, key=lambda f: (f.step, f.source, -1 if f.rank is None else f.rank, f.path.name)))
 
 
 def _floats(value: Any, loc: tuple[int | str, ...], n: int, where: str) -> np.ndarray:

@@ -13,6 +13,10 @@ silent where the run has none, and each is tested on a run built to trigger it a
   that is not there (masked tokens carry no rollout log-prob).
 - low_signal: `tokens/carry_gradient` < SIGNAL_SHARE (50 %) at some step: said with where the rest went
   (advantage 0: tied groups; the framework's IS mask).
+- ties_uncounted: `tokens/zero_advantage` > 0 at a step with no count of tied groups (no `frac_reward_zero_std`,
+  no `samples/tied_group_share`): prime-rl's token export has no group ids and no rewards, slime's train dumps no
+  group ids, so whether those tokens are tied groups' cannot be told; the finding says so plainly rather than say
+  nothing. Where the groups are counted (TRL's log, verl's and slime's rollout dumps) run_findings.tied_groups speaks.
 - gradient_masked: an IS mask at [1/C, C] (token- or sequence-level, engine/is_effect.py) would zero the tokens that
   hold ≥ DROP_SHARE (10 %) of the uncorrected gradient's mass at some step: said with the worst step and level, the
   other level's share there, and what the masked gradient's norm and direction become.
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from app.kinds.step_record.domain.run_findings import Finding, _num, _pct
+from app.kinds.step_record.domain.run_findings import TIED_NAMES, Finding, _num, _pct
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.token_stats import IS_GRAD_METRIC, IS_THRESHOLD
 
@@ -93,6 +97,22 @@ def low_signal(log: RunLog) -> list[Finding]:
         tuple(n for n in ("tokens/carry_gradient", "tokens/zero_advantage", "tokens/is_masked") if n in log.metrics))]
 
 
+def ties_uncounted(log: RunLog) -> list[Finding]:
+    zero = _at(log, "tokens/zero_advantage")
+    counted = {s for name in TIED_NAMES for s in _at(log, name)}
+    blind = {s: v for s, v in zero.items() if v > 0 and s not in counted}
+    if not blind:
+        return []
+    step = max(blind, key=lambda s: (blind[s], -s))
+    return [Finding("ties_uncounted", (
+        f"At step {step}, {_pct(blind[step])} of the trained tokens carry advantage 0; this run's files have no "
+        "group ids (prime-rl's token export has none, nor rewards; slime's train dumps have none, its rollout_data/ "
+        "dumps have them), so tied groups cannot be counted: those tokens are a tied group's (every reward equal) "
+        "or a response's that scored exactly its group's mean. "
+        f"{len(blind)} of {len(zero)} steps had trained tokens with advantage 0 and no count of tied groups."),
+        (step,), {"worst_step": step, "worst_share": blind[step], "steps": len(blind)}, ("tokens/zero_advantage",))]
+
+
 def gradient_masked(log: RunLog) -> list[Finding]:
     dropped = {mode: _at(log, IS_GRAD_METRIC.format(mode=mode, stat="dropped_share")) for mode in MASKS}
     over = [(v, s, mode) for mode, shares in dropped.items() for s, v in shares.items() if v >= DROP_SHARE]
@@ -124,6 +144,6 @@ def gradient_masked(log: RunLog) -> list[Finding]:
         tuple(n for n in names if n in log.metrics))]
 
 
-TOKEN_RULES = (mismatch_band, mask_blind, low_signal, gradient_masked)
+TOKEN_RULES = (mismatch_band, mask_blind, low_signal, ties_uncounted, gradient_masked)
 
 __all__ = ["BAND_SHARE", "BLIND_FACTOR", "BLIND_FLOOR", "DROP_SHARE", "SIGNAL_SHARE", "TOKEN_RULES"]

@@ -10,7 +10,8 @@ penalty), `step` global_steps on every line, then each reward-extra-info list as
 one input.
 
 Where it lands is the user's choice; a run directory's folder named `rollout_data_dir`, `rollout_data` or
-`rollouts` holding `{step}.jsonl` files is read (slime's `rollout_data/` holds `.pt` pickles: never opened here). A
+`rollouts` holding `{step}.jsonl` files is read (slime's `rollout_data/` holds `.pt` dumps: slime's reader opens
+those, engine/slime_rollouts.py). A
 sequence-level source: no token ids, no log-probs, no advantage (`LACKS`). Streamed line by line; a file refused names
 its path, line and field, and its step is left out.
 """

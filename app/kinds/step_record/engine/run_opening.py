@@ -6,7 +6,8 @@ One record at a time is read, so a directory of many large records never sits in
 reader refuses, or a file that is no step record, is reported by its path and left out; the run and the other
 records are stored all the same (the caller says so, and `python -m app open` exits 1).
 
-The frameworks' per-token files beside it (engine/token_run.py: prime-rl's token_exports/, slime's train_data/) become
+The frameworks' per-token files beside it (engine/token_run.py: prime-rl's token_exports/, slime's train_data/, with
+slime's rollout_data/ dumps giving the same steps' groups and rewards) become
 per-step metrics of the run (`tokens/…`), kept beside the run's file. A directory with those and no
 trainer_state.json is a run all the same: its stored file is those numbers in trainer_state.json's shape. What the
 readers made of a directory's files is kept (domain/run_index.py): opened again with the same files, it reads none.
@@ -35,6 +36,7 @@ from app.kinds.step_record.domain.run_dir import (
 )
 from app.kinds.step_record.domain.run_index import ReadIndex, fingerprint, step_keys
 from app.kinds.step_record.domain.run_store import RunStore
+from app.kinds.step_record.domain.slime_samples import rollout_dump_files
 from app.kinds.step_record.domain.token_exports import find_token_exports
 from app.kinds.step_record.domain.trl_completions import CompletionsRead, read_completions_dir
 from app.kinds.step_record.domain.unipo_run import is_unipo_file, unipo_files
@@ -55,14 +57,15 @@ RECORDS_ORIGIN = "the step records' own metrics (what the framework logged at ea
 
 
 # The index entry's name for the per-token readers' numbers: bumped whenever they compute more, so a directory
-# indexed by an older reader is read again (2: the IS correction's effect on the gradient, engine/is_effect.py).
-TOKENS_INDEX = "tokens-2"
+# indexed by an older reader is read again (2: the IS correction's effect on the gradient, engine/is_effect.py;
+# 3: slime's per-rank train dumps and its rollout dumps, engine/slime_ranks.py and slime_rollouts.py).
+TOKENS_INDEX = "tokens-3"
 
 
 def _tokens(root: Path, index: ReadIndex) -> tuple[TokenRun, bool]:
     """The per-token files' numbers: the index's when they have not changed, else read (and indexed when no file
     was refused). True when they came from the index."""
-    files = fingerprint(root, (e.path for e in find_token_exports(root)))
+    files = fingerprint(root, [*(e.path for e in find_token_exports(root)), *(p for _, p in rollout_dump_files(root))])
     if not files:
         return TokenRun({}, (), 0, ()), False
     kept = index.get(root, TOKENS_INDEX, files)

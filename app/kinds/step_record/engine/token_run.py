@@ -27,13 +27,15 @@ from app.kinds.step_record.domain.token_exports import (
 from app.kinds.step_record.domain.token_stats import StepTokens
 from app.kinds.step_record.engine.is_effect import TrainedTokens, is_effect_metrics
 from app.kinds.step_record.engine.slime_dump import read_slime
+from app.kinds.step_record.engine.slime_ranks import read_slime_ranks
+from app.kinds.step_record.engine.slime_rollouts import read_slime_rollouts
 
 
 @dataclass(frozen=True)
 class TokenRun:
     metrics: dict[int, dict[str, float]]  # step -> tokens/… -> value
     sources: tuple[str, ...]  # "prime-rl", "slime"
-    files: int
+    files: int  # per-token files, and slime's rollout dumps (rollout_data/: per-sample numbers of the same steps)
     refused: tuple[tuple[str, str], ...]  # (file, why)
 
 
@@ -41,6 +43,24 @@ def read_export(export: ExportFile, where: str) -> Iterator[TokenSequence]:
     if export.source == "prime-rl":
         return read_prime_rl(export.path, export.step, where)
     return read_slime(export.path, export.step, where)
+
+
+def _step_sequences(step: int, files: list[ExportFile], label: Callable[[Path], str]) -> Iterator[TokenSequence]:
+    """One step's sequences from all its files: slime's per-rank files are put back together as one batch
+    (engine/slime_ranks.py); every other file is read on its own."""
+    ranks = [f for f in files if f.rank is not None]
+    if ranks and len(ranks) < len(files):
+        raise TokenExportError(label(files[0].path), "", f"rollout {step} has both slime's format-2 dump and per-rank "
+                                                         "dumps: two copies of one step, neither is chosen")
+    if ranks:
+        yield from read_slime_ranks(ranks, step, label)
+        return
+    for export in files:
+        where = label(export.path)
+        try:
+            yield from read_export(export, where)
+        except OSError as exc:
+            raise TokenExportError(where, "", f"cannot be read: {exc.strerror or exc}") from None
 
 
 def read_token_run(root: Path, label: Callable[[Path], str] = str) -> TokenRun:
@@ -53,18 +73,20 @@ def read_token_run(root: Path, label: Callable[[Path], str] = str) -> TokenRun:
     for step, files in sorted(by_step.items()):
         acc = StepTokens(response_only=all(f.source == "slime" for f in files))
         try:
-            for export in files:
-                for seq in read_export(export, label(export.path)):
-                    acc.add(seq)
+            for seq in _step_sequences(step, files, label):
+                acc.add(seq)
         except TokenExportError as exc:
             refused.append((exc.where, f"{exc.path or '$'}: {exc.message} (step {step} left out)"))
             continue
-        except OSError as exc:
-            refused.append((label(export.path), f"cannot be read: {exc.strerror or exc} (step {step} left out)"))
-            continue
         if acc.sequences:
             metrics[step] = acc.metrics() | is_effect_metrics(TrainedTokens(*acc.trained()))
-    return TokenRun(metrics, tuple(sorted({e.source for e in exports})), len(exports), tuple(refused))
+    # slime's rollout dumps: the groups and rewards of the same rollouts (samples/…), joined by rollout id
+    rollouts = read_slime_rollouts(root, label)
+    for step, values in rollouts.metrics.items():
+        metrics[step] = metrics.get(step, {}) | values
+    sources = {e.source for e in exports} | ({"slime"} if rollouts.files else set())
+    return TokenRun(dict(sorted(metrics.items())), tuple(sorted(sources)), len(exports) + rollouts.files,
+                    (*refused, *rollouts.refused))
 
 
 def as_trainer_state(metrics: dict[int, dict[str, float]], sources: tuple[str, ...]) -> bytes:

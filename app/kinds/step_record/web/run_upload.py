@@ -48,7 +48,7 @@ API_PATH, PAGE_PATH = "/api/runs", "/runs/new"
 OPENED = "step_record/run_opened.html"  # the form's answer when some files were left out
 STALE_S = 24 * 3600  # a folder left by a server killed mid-upload is removed at the next start after this long
 WHAT = ("a run directory archived: TRL's output_dir (trainer_state.json, step-records/, completions/), prime-rl's "
-        "token_exports/, slime's train_data/ or verl's rollout_data_dir")
+        "token_exports/, slime's train_data/ (either layout) and rollout_data/, or verl's rollout_data_dir")
 
 pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
