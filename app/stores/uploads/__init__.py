@@ -17,7 +17,7 @@ trainer_state.json's sha256, size and, with PostgreSQL, the large object holding
 recorded step's link to its upload, so runs and their links are in the database as uploads are.
 
 Nothing is ever evicted: `put` refuses with `StoreFull` when the quota would be passed,
-and only an operator deletes (`python -m app.uploads delete ID`).
+and only an operator deletes (`python -m app.uploads delete ID`; a run and its rows: `python -m app runs delete ID`).
 """
 from __future__ import annotations
 
@@ -76,6 +76,14 @@ class StoredUpload:
     created: float  # unix time
 
 
+@dataclass(frozen=True)
+class StoredRunRow:
+    id: str
+    size: int  # the run file's bytes: what the quota counts
+    name: str  # the file or folder it was opened from, for operators only
+    created: float  # unix time
+
+
 class RunRefs(Protocol):
     """The runs' rows: a run's sha256, size and name, its bytes where replicas share them, its links."""
 
@@ -97,6 +105,12 @@ class RunRefs(Protocol):
     def runs_total(self) -> int: ...
 
     def run_ids(self) -> set[str]: ...
+
+    def run_listing(self) -> list[StoredRunRow]: ...
+
+    def delete_run(self, ident: str) -> bool:
+        """Remove the run's row, its links and (PostgreSQL) its bytes in one transaction; False when no row."""
+        ...
 
     def link_run_records(self, ident: str, records: dict[int, str]) -> None:
         """Link recorded steps to their uploads (a step linked again points at the newer upload)."""

@@ -29,6 +29,7 @@ from app.stores.uploads import (
     TABLE,
     BlobDamaged,
     HashCollision,
+    StoredRunRow,
     StoredUpload,
     StoreFull,
     StoreUnavailable,
@@ -277,6 +278,21 @@ class PostgresBackend(PgConnections):
 
     def run_ids(self) -> set[str]:
         return {r[0] for r in self._run(lambda c: c.execute(f"SELECT id FROM {RUNS_TABLE}").fetchall())}
+
+    def run_listing(self) -> list[StoredRunRow]:
+        query = f"SELECT id, size, name, extract(epoch FROM created_at) FROM {RUNS_TABLE} ORDER BY created_at, id"
+        rows = self._run(lambda c: c.execute(query).fetchall())
+        return [StoredRunRow(r[0], int(r[1]), r[2], float(r[3])) for r in rows]
+
+    def delete_run(self, ident: str) -> bool:
+        def op(conn: psycopg.Connection[Any]) -> bool:
+            with conn.transaction():
+                conn.execute(f"DELETE FROM {RUN_RECORDS_TABLE} WHERE run_id = %s", (ident,))
+                row = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE id = %s RETURNING lo", (ident,)).fetchone()
+                if row is not None and row[0] is not None:
+                    conn.execute("SELECT lo_unlink(%s) FROM pg_largeobject_metadata WHERE oid = %s", (row[0], row[0]))
+                return row is not None
+        return self._run(op)
 
     def link_run_records(self, ident: str, records: dict[int, str]) -> None:
         def op(conn: psycopg.Connection[Any]) -> None:

@@ -30,6 +30,7 @@ from app.stores.uploads import (
     TABLE,
     BlobDamaged,
     HashCollision,
+    StoredRunRow,
     StoredUpload,
     StoreFull,
     StoreUnavailable,
@@ -252,6 +253,17 @@ class SqliteBackend:
     def run_ids(self) -> set[str]:
         with self._errors():
             return {r[0] for r in self._conn().execute(f"SELECT id FROM {RUNS_TABLE}")}
+
+    def run_listing(self) -> list[StoredRunRow]:
+        with self._errors():
+            rows = self._conn().execute(f"SELECT id, size, name, created_at FROM {RUNS_TABLE} "
+                                        "ORDER BY created_at, id").fetchall()
+        return [StoredRunRow(r[0], int(r[1]), r[2], float(r[3])) for r in rows]
+
+    def delete_run(self, ident: str) -> bool:
+        with self._errors(), self._transaction() as conn:
+            conn.execute(f"DELETE FROM {RUN_RECORDS_TABLE} WHERE run_id = ?", (ident,))
+            return conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE id = ?", (ident,)).rowcount > 0
 
     def link_run_records(self, ident: str, records: dict[int, str]) -> None:
         with self._errors(), self._transaction() as conn:

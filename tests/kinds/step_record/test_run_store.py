@@ -89,3 +89,180 @@ def test_a_failed_write_leaves_no_file_and_no_temporary(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk gone"):
         store.add(body)
     assert list(tmp_path.iterdir()) == [] and store.get(run_id(body)) is None
+
+
+# -- listing and deleting (domain/run_listing.py, domain/run_deletion.py: `python -m app runs list|delete`) -------
+
+def _disk(root) -> int:
+    """What the quota counts without rows: every *.json in the store's folder, measured on disk."""
+    return sum(p.stat().st_size for p in root.glob("*.json"))
+
+
+def test_without_rows_a_run_counts_its_file_and_sidecars_and_delete_frees_exactly_that(tmp_path):
+    from app.kinds.step_record.domain.run_deletion import delete_run
+    from app.kinds.step_record.domain.run_listing import list_runs, usage
+
+    root = tmp_path / "runs"
+    store = RunStore(root, quota_bytes=10**6)
+    a, _ = store.add(raw(healthy(20)))
+    b, _ = store.add(raw(healthy(30)))
+    store.link_records(a, {10: "aaaaaaaaaaaaaaaa"})
+    store.add_derived(a, {10: {"tokens/mismatch_mean": 0.5}, 25: {"samples/tied_group_share": 0.25}})
+    listed = {e.id: e for e in list_runs(store)}
+    assert set(listed) == {a, b}
+    assert listed[a].bytes == sum(store.path(a).with_suffix(s).stat().st_size for s in (".json", ".records.json",
+                                                                                            ".derived.json"))
+    assert listed[b].bytes == store.path(b).stat().st_size
+    assert sum(e.bytes for e in listed.values()) == store.total_bytes() == _disk(root)
+    assert listed[a].steps == (*range(1, 21), 25) and listed[a].recorded == {10: "aaaaaaaaaaaaaaaa"}
+    assert listed[a].format == "TRL trainer_state.json + per-token and per-sample numbers"
+    before = usage(store)
+    assert (before.runs, before.used, before.quota) == (2, _disk(root), 10**6)
+    assert before.share == pytest.approx(100 * _disk(root) / 10**6)
+    assert store.get(a) is not None  # kept in memory
+    gone = delete_run(store, a)
+    assert gone.freed == listed[a].bytes == before.used - store.total_bytes()
+    assert gone.unlinked == {10: "aaaaaaaaaaaaaaaa"} and not gone.row
+    assert sorted(gone.files) == sorted(f"{a}{s}" for s in (".json", ".records.json", ".derived.json"))
+    assert sorted(p.name for p in root.iterdir()) == [f"{b}.json"]
+    assert store.get(a) is None and store.recorded(a) == {} and store.derived(a) == {}
+    assert [e.id for e in list_runs(store)] == [b] and usage(store).runs == 1
+    assert store.add(raw(healthy(20))) == (a, True)  # the same bytes again: a new run, as if never stored
+
+
+@pytest.mark.parametrize("ident", ["../x", "../runs/x", "..", "/etc/passwd", "x", "0123456789ABCDEF",
+                                   "0123456789abcde", "0123456789abcdef/../x", "0123456789abcdef\n"])
+def test_an_id_that_is_no_run_deletes_nothing_inside_or_outside_the_store(tmp_path, ident):
+    from app.kinds.step_record.domain.run_deletion import UnknownRun, delete_run
+
+    root = tmp_path / "data" / "runs"
+    store = RunStore(root)
+    kept, _ = store.add(raw(healthy(5)))
+    bait = [tmp_path / "data" / "x.json", tmp_path / "data" / "x", tmp_path / "x.json", root / "x.json"]
+    for p in bait:
+        p.write_text("{}")
+    with pytest.raises(UnknownRun):
+        delete_run(store, ident)
+    with pytest.raises(UnknownRun):
+        delete_run(store, "0123456789abcdef")  # well formed, but no run has it
+    assert all(p.read_text() == "{}" for p in bait) and store.get(kept) is not None
+
+
+def test_a_log_kept_in_memory_is_not_served_once_another_process_deleted_its_run(tmp_path):
+    from app.kinds.step_record.domain.run_deletion import delete_run
+
+    server, operator = RunStore(tmp_path), RunStore(tmp_path)
+    ident, _ = server.add(raw(healthy(8)))
+    assert server.get(ident) is not None and ident in server._logs
+    delete_run(operator, ident)
+    assert server.get(ident) is None
+
+
+def test_each_source_is_named_as_the_stored_file_says():
+    from app.kinds.step_record.domain.run_listing import log_format
+    from app.kinds.step_record.engine.run_opening import RECORDS_ORIGIN
+    from app.kinds.step_record.engine.token_run import as_trainer_state
+
+    def fmt(*sources: str) -> str:
+        return log_format(json.loads(as_trainer_state({1: {"tokens/x": 1.0}}, sources)), set())
+
+    assert fmt("prime-rl per-token files") == "prime-rl token exports"
+    assert fmt("slime per-token files", "TRL completions tables") == "slime train_data and TRL completions tables"
+    assert fmt("verl rollout dumps") == "verl rollout dumps"
+    assert fmt("UNIPO canonical JSON (a.json, b.json)") == "UNIPO canonical JSON (a.json, b.json)"
+    assert fmt(RECORDS_ORIGIN) == "step records alone (their own logged metrics)"
+    assert log_format(healthy(3), set()) == "TRL trainer_state.json"
+    assert log_format(healthy(3), {"tokens/k3"}) == "TRL trainer_state.json + per-token numbers"
+
+
+def _rows(settings, query: str) -> list[tuple]:
+    if "database_url" in settings:
+        import psycopg
+
+        with psycopg.connect(settings["database_url"], autocommit=True) as conn:
+            return [tuple(r) for r in conn.execute(query).fetchall()]
+    import sqlite3
+
+    with sqlite3.connect(settings["data_dir"] / "uploads.sqlite3") as conn:
+        return conn.execute(query).fetchall()
+
+
+def test_with_rows_delete_takes_the_row_links_and_bytes_and_frees_what_was_listed(upload_settings):
+    from app.kinds.step_record.domain.run_deletion import delete_run
+    from app.kinds.step_record.domain.run_listing import list_runs
+    from app.stores.uploads import open_backend
+
+    root = upload_settings["data_dir"] / "runs"
+    refs, server_refs = (open_backend(upload_settings["data_dir"], upload_settings.get("database_url"))
+                         for _ in range(2))
+    store, server = RunStore(root, refs=refs), RunStore(root, refs=server_refs)
+    old = RunStore(root)  # a run stored before rows: adopted when listed
+    legacy, _ = old.add(raw(healthy(7)))
+    old.link_records(legacy, {7: "cccccccccccccccc"})
+    a, _ = store.add(raw(healthy(20)), "/somewhere/out/trainer_state.json")
+    b, _ = store.add(raw(healthy(30)))
+    store.link_records(a, {10: "aaaaaaaaaaaaaaaa", 20: "bbbbbbbbbbbbbbbb"})
+    store.add_derived(a, {10: {"tokens/mismatch_mean": 0.5}})
+    pg = "database_url" in upload_settings
+    objects = "SELECT count(*) FROM pg_largeobject_metadata"
+    listed = {e.id: e for e in list_runs(store)}
+    los = _rows(upload_settings, objects)[0][0] if pg else 0
+    assert set(listed) == {a, b, legacy} and listed[legacy].recorded == {7: "cccccccccccccccc"}
+    assert {i: e.bytes for i, e in listed.items()} == {i: store.path(i).stat().st_size for i in listed}
+    assert sum(e.bytes for e in listed.values()) == store.total_bytes()
+    assert listed[a].source == "/somewhere/out/trainer_state.json" and listed[a].steps == tuple(range(1, 21))
+    assert server.get(a) is not None  # the server keeps it in memory
+    used = store.total_bytes()
+    gone = delete_run(store, a)
+    assert gone.row and gone.freed == listed[a].bytes == used - store.total_bytes()
+    assert gone.unlinked == {10: "aaaaaaaaaaaaaaaa", 20: "bbbbbbbbbbbbbbbb"} and gone.files == (f"{a}.json",)
+    assert sorted(r[0] for r in _rows(upload_settings, "SELECT id FROM grpo_runs")) == sorted([b, legacy])
+    assert _rows(upload_settings, "SELECT run_id, step FROM grpo_run_records") == [(legacy, 7)]
+    if pg:  # its bytes in the database went with the row
+        assert _rows(upload_settings, objects)[0][0] == los - 1
+    assert not store.path(a).exists() and not list(root.glob(".*"))
+    assert server.get(a) is None and server.recorded(a) == {} and server.derived(a) == {}
+    assert store.recording("aaaaaaaaaaaaaaaa") is None
+    assert delete_run(store, legacy).freed == listed[legacy].bytes
+    assert not store.records_path(legacy).exists()  # its sidecar from before rows too
+    assert [e.id for e in list_runs(store)] == [b] and store.total_bytes() == listed[b].bytes
+    refs.close()
+    server_refs.close()
+
+
+def test_a_database_that_refuses_the_delete_leaves_the_run_as_it_was(tmp_path, monkeypatch):
+    from app.kinds.step_record.domain.run_deletion import delete_run
+    from app.stores.uploads import StoreUnavailable, open_backend
+
+    refs = open_backend(tmp_path)
+    store = RunStore(tmp_path / "runs", refs=refs)
+    ident, _ = store.add(raw(healthy(9)))
+
+    def down(ident):
+        raise StoreUnavailable("database gone")
+
+    monkeypatch.setattr(refs, "delete_run", down)
+    with pytest.raises(StoreUnavailable):
+        delete_run(store, ident)
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [f"{ident}.json"]
+    assert RunStore(tmp_path / "runs", refs=refs).get(ident) is not None
+    refs.close()
+
+
+def test_a_deletion_cut_short_is_listed_and_finished_by_deleting_again(tmp_path):
+    from app.kinds.step_record.domain.run_deletion import deletable, delete_run, staged
+    from app.kinds.step_record.domain.run_listing import list_runs
+    from app.stores.uploads import open_backend
+
+    refs = open_backend(tmp_path)
+    store = RunStore(tmp_path / "runs", refs=refs)
+    ident, _ = store.add(raw(healthy(6)))
+    size = store.path(ident).stat().st_size
+    store.path(ident).rename(staged(store, ident))  # the process died after setting the file aside
+    (entry,) = list_runs(store)
+    assert entry.id == ident and entry.bytes == size == store.total_bytes() and "missing" in entry.problem
+    assert ident in deletable(store)
+    gone = delete_run(store, ident)
+    assert gone.freed == size and gone.row and store.total_bytes() == 0
+    assert list((tmp_path / "runs").iterdir()) == [] and list_runs(store) == []
+    refs.close()

@@ -6,8 +6,7 @@ which lasts as long as the file. A file the reader refuses (run_log.py, by JSON 
 does one past `max_bytes` or one that would take the store past its quota. Parsed logs are kept for the
 few runs read last: a 10,000-step log is read once, not per page.
 
-Written to a temporary name and renamed, so a reader never sees half a file, and two processes storing
-the same run write the same bytes to the same name.
+Written to a temporary name and renamed: no reader sees half a file; two processes storing a run write one name.
 
 A run's recorded steps (the recorder's step records found beside it) are uploads like any other, each in the
 upload store under its own id; `<id>.records.json` beside the run maps each recorded step to that id. Opening
@@ -22,7 +21,8 @@ run (its file is written there on first read, as a local copy). The file is chec
 every read from disk: one changed is replaced from the database's copy where there is one, else the run is
 refused (logged, and no run: never another log shown under its id). A run stored before rows (its file and
 sidecars, no row) is adopted on first touch: its row, links and derived numbers written from its files. Without
-`refs` (tests, the benchmark, the peer tests) the files and sidecars are the whole store, as before.
+`refs` (tests, the benchmark, the peer tests) the files and sidecars are the whole store, as before. Only an operator
+deletes a run (run_deletion.py); a log kept in memory is served only while its run is stored (`stored`).
 """
 from __future__ import annotations
 
@@ -102,9 +102,8 @@ class RunStore:
         return {int(step): str(walkthrough) for step, walkthrough in sorted(raw.items(), key=lambda kv: int(kv[0]))}
 
     def recording(self, walkthrough_id: str) -> tuple[str, int, dict[int, str]] | None:
-        """The run that links `walkthrough_id` as one of its recorded steps (the first by id where several
-        do): (its id, the step, every recorded step of it); None when no run links it. Reads each run's
-        links in turn (one query each with `refs`): the stores keep no reverse index."""
+        """The run that links `walkthrough_id` as one of its recorded steps (the first by id where several do):
+        (its id, the step, every recorded step of it); None when none does. Reads each run's links in turn."""
         for ident in sorted(self._linked_ids()):
             recorded = self.recorded(ident)
             step = next((s for s, w in recorded.items() if w == walkthrough_id), None)
@@ -113,8 +112,7 @@ class RunStore:
         return None
 
     def _linked_ids(self) -> set[str]:
-        """The runs that may have recorded steps: every row's (with `refs`) and every links sidecar's (a run
-        stored before rows is adopted when `recorded` first reads it)."""
+        """The runs that may have recorded steps: every row's (with `refs`) and every links sidecar's."""
         files = {p.name.removesuffix(".records.json") for p in self.root.glob("*.records.json")}
         ids = files | (self.refs.run_ids() if self.refs is not None else set())
         return {i for i in ids if RUN_ID.match(i)}
@@ -281,12 +279,16 @@ class RunStore:
         self._write(self.path(ident), shared)
         return shared
 
+    def stored(self, ident: str) -> bool:  # its row, else its file: another process may have deleted it
+        return self.refs.run_sha256(ident) is not None if self.refs is not None else self.path(ident).exists()
+
     def get(self, ident: str) -> RunLog | None:
-        """The run's log, or None for an id no run has (a malformed id included)."""
+        """The run's log, or None for an id no run has (a malformed id included, or a run deleted since)."""
         with self._lock:
-            if ident in self._logs:
-                self._logs.move_to_end(ident)
-                return self._logs[ident]
+            cached = self._logs.get(ident)
+        if cached is not None and self.stored(ident):
+            self._remember(ident, cached)
+            return cached
         try:
             if self.refs is not None:
                 raw = self._run_bytes(ident) if RUN_ID.match(ident) else None

@@ -13,7 +13,17 @@ from app.kinds.step_record.domain.opening import KIND_ID, READER
 from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record
-from app.kinds.step_record.web import api, cli, examples, pages, run_cli, run_diff_pages, run_pages, run_upload
+from app.kinds.step_record.web import (
+    api,
+    cli,
+    examples,
+    pages,
+    run_cli,
+    run_diff_pages,
+    run_pages,
+    run_upload,
+    runs_command,
+)
 from app.web.kind import Kind
 from app.web.rendering import templates
 
@@ -34,5 +44,5 @@ KIND = Kind(id=KIND_ID, title="A recorded GRPO step: your own run, token by toke
             matches=lambda snapshot: False, step_page=pages.step_page, install=install,
             templates=HERE / "templates", static=HERE / "static", stylesheets=("record.css",),
             describe=describe_record, reader=READER, upload_help="step_record/upload_help.html",
-            commands={"open": cli.main, "findings": run_cli.main},
+            commands={"open": cli.main, "findings": run_cli.main, "runs": runs_command.main},
             export_targets=export_target.TARGETS)
