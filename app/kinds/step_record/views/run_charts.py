@@ -6,14 +6,20 @@ view (DOT_LIMIT: a short run, or a zoomed window) each point is a dot that links
 that, the line alone, and the page's zoom brings the dots back. Non-finite values (a NaN loss) cannot be
 drawn on a y axis: each is a ✕ on the plot's top edge at its step, and the caption names its steps.
 Vertical marks: the selected step, and the steps the findings point at (each a link).
+
+The y axis stays inside the metric's domain (views/run_domains.py: a share in [0, 1], a norm never below 0).
+With `?smooth=w` the smoothed series (domain/run_smoothing.py, TensorBoard's debiased EMA, computed over the
+whole run) is drawn over the raw line, which goes faint. Every drawn point's step, y and value label ride on
+the SVG as data attributes for the readout (static/run-readout.js: the step under the pointer on every chart).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.kinds.step_record.domain.run_series import Point, downsample
+from app.kinds.step_record.views.run_domains import FREE, Domain
 from app.views.charts.frame import PlotFrame, Tick, frame_fields, nice_ticks, r2, tick_label
 from app.views.numbers import significant
 
@@ -62,6 +68,15 @@ class RunChart(PlotFrame):
     caption: str
     logged: int  # points in view before downsampling
     drawn: int
+    x_lo: int = 0  # the steps at plot_left and plot_right (the readout maps the pointer to a step with them)
+    x_hi: int = 1
+    read_steps: str = ""  # every drawn point, in step order, space-separated: its step,
+    read_ys: str = ""  # its y in the viewBox (the top edge for a non-finite value),
+    read_values: str = ""  # and its value as the step's table says it (cell())
+    smooth_svg: str = ""  # the smoothed line's points ("" unless smoothing)
+    smooth_ys: str = ""  # the smoothed value at each drawn point, as y and as label
+    smooth_values: str = ""
+    readout: tuple[int, str, str] | None = None  # without script: (step, value, smoothed) at the selected or last step
 
 
 def slug(name: str) -> str:
@@ -69,25 +84,43 @@ def slug(name: str) -> str:
     return "-".join(p for p in out.split("-") if p) or "metric"
 
 
-def _y_range(values: Sequence[float]) -> tuple[float, float]:
+def cell(value: float | None) -> str:
+    """A logged value as the page writes it: a count as one (12,000), the rest to 5 significant digits."""
+    if value is None:
+        return "—"
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e12:
+        return f"{int(value):,}"
+    return significant(value, 5)
+
+
+def y_range(values: Sequence[float], domain: Domain = FREE) -> tuple[float, float]:
+    """The values' range, padded, the padding never past the domain's bounds (a value past one still shows)."""
     lo, hi = min(values), max(values)
-    if hi - lo < 1e-12 * max(1.0, abs(hi)):
-        pad = max(abs(hi) * 0.1, 0.5)
-        return lo - pad, hi + pad
-    pad = 0.08 * (hi - lo)
-    return lo - pad, hi + pad
+    d_lo, d_hi = domain
+    flat = hi - lo < 1e-12 * max(1.0, abs(hi))
+    if flat and d_lo is not None and d_hi is not None and d_lo <= lo and hi <= d_hi:
+        return d_lo, d_hi  # a constant share: the whole [0, 1], the line on its value
+    pad = max(abs(hi) * 0.1, 0.5) if flat else 0.08 * (hi - lo)
+    y_lo, y_hi = lo - pad, hi + pad
+    if d_lo is not None:
+        y_lo = max(y_lo, min(d_lo, lo))
+    if d_hi is not None:
+        y_hi = min(y_hi, max(d_hi, hi))
+    return y_lo, y_hi
 
 
 def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[int, int],
               step_url: Callable[[int], str], selected: int | None = None,
-              finding_steps: Sequence[tuple[int, str]] = (), recorded: Sequence[int] = ()) -> RunChart:
-    """`points`: the metric's (step, value) inside `x_range`, every one; cut here for drawing."""
+              finding_steps: Sequence[tuple[int, str]] = (), recorded: Sequence[int] = (),
+              domain: Domain = FREE, smoothed: Mapping[int, float] | None = None) -> RunChart:
+    """`points`: the metric's (step, value) inside `x_range`, every one; cut here for drawing. `smoothed`:
+    step -> the smoothed value, when the page smooths."""
     drawn = downsample(points, BUCKETS)
     finite = [(s, v) for s, v in drawn if math.isfinite(v)]
     x_lo, x_hi = x_range
     if x_hi <= x_lo:
         x_lo, x_hi = x_lo - 1, x_hi + 1
-    y_lo, y_hi = _y_range([v for _, v in finite]) if finite else (0.0, 1.0)
+    y_lo, y_hi = y_range([v for _, v in finite], domain) if finite else (0.0, 1.0)
 
     yt = nice_ticks(y_lo, y_hi, 4)
     left = max(LEFT, max(len(tick_label(v, yt)) for v in yt) * CHAR_WIDTH + 10)
@@ -125,6 +158,16 @@ def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[
     if bad:
         cut += (f" ✕ on the top edge: not a number at step{'s' if len(bad) > 1 else ''} "
                 f"{', '.join(str(d.step) for d in bad[:8])}{'…' if len(bad) > 8 else ''}.")
+    def y_at(v: float) -> float:
+        return sy(v) if math.isfinite(v) else TOP
+
+    # the EMA of a series that fell to 0 tends to 0 and never reaches it (6e-22): below a millionth of the
+    # series' own scale, its label says 0, as the raw value does
+    scale = max((abs(v) for _, v in finite), default=0.0) * 1e-6
+    smooth = [(s, smoothed[s]) for s, _ in drawn] if smoothed is not None else []
+    smooth_labels = [cell(0.0 if abs(v) < scale else v) for _, v in smooth]
+    at = next((i for i, (s, _) in enumerate(drawn) if s == selected), len(drawn) - 1)
+    readout = (drawn[at][0], cell(drawn[at][1]), smooth_labels[at] if smooth else "") if drawn else None
     return RunChart(
         **frame_fields(WIDTH, HEIGHT, left, RIGHT, TOP, BOTTOM), key=name, slug=slug(name), sentence=sentence,
         points_svg=" ".join(f"{sx(s)},{sy(v)}" for s, v in finite), dots=dots, not_finite=bad,
@@ -133,7 +176,12 @@ def run_chart(name: str, sentence: str, points: Sequence[Point], x_range: tuple[
         y_ticks=tuple(Tick(v, sy(v), tick_label(v, yt)) for v in yt),
         x_tick_label_y=r2(BOTTOM + 14), y_tick_label_x=r2(left - 5),
         zero_y=sy(0.0) if y_lo < 0 < y_hi else None, summary=summary, caption=cut,
-        logged=len(points), drawn=len(drawn))
+        logged=len(points), drawn=len(drawn), x_lo=x_lo, x_hi=x_hi,
+        read_steps=" ".join(str(s) for s, _ in drawn), read_ys=" ".join(str(y_at(v)) for _, v in drawn),
+        read_values=" ".join(cell(v).replace(" ", "") for _, v in drawn),
+        smooth_svg=" ".join(f"{sx(s)},{sy(v)}" for s, v in smooth if math.isfinite(v)),
+        smooth_ys=" ".join(str(y_at(v)) for _, v in smooth), smooth_values=" ".join(smooth_labels),
+        readout=readout)
 
 
-__all__ = ["BUCKETS", "DOT_LIMIT", "RunChart", "run_chart", "slug"]
+__all__ = ["BUCKETS", "DOT_LIMIT", "RunChart", "cell", "run_chart", "slug", "y_range"]

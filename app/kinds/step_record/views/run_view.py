@@ -5,7 +5,9 @@ draws what this returns.
 The first view is the whole run with the findings on top: a finding is a sentence with its numbers
 and links to its steps; following one selects the step (every metric's value there, in a table) and
 marks it on every chart. The zoom (`from`, `to`) draws the window at full resolution; with a step
-selected, "Zoom to it" opens the window of ZOOM_SPAN steps around it.
+selected, "Zoom to it" opens the window of ZOOM_SPAN steps around it. `smooth` (TensorBoard's EMA weight)
+draws each metric's smoothed line over its raw one. A reward function's own curves (TRL's
+`rewards/<name>/mean` and `/std`) are one titled group in their section, a function to a row.
 """
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ from app.kinds.step_record.domain.length_reward import length_reward
 from app.kinds.step_record.domain.run_findings import Finding, findings
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.run_series import window
+from app.kinds.step_record.domain.run_smoothing import MAX_WEIGHT, ema
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.length_reward_chart import LengthRewardChart, length_reward_chart
-from app.kinds.step_record.views.run_charts import RunChart, run_chart
+from app.kinds.step_record.views.run_charts import RunChart, cell, run_chart
+from app.kinds.step_record.views.run_domains import metric_domain
 from app.kinds.step_record.views.run_metrics import SECTIONS, metric_words
-from app.views.numbers import significant
 from app.views.urls import URLS
 
 ZOOM_SPAN = 40  # steps each side of the selected one in "Zoom to it"
@@ -48,6 +51,7 @@ class RunQuery:
     first: int | None = None  # `from`
     last: int | None = None  # `to`
     step: int | None = None
+    smooth: float = 0.0  # the EMA weight, 0 (raw) to MAX_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,27 @@ class RecordedStep:
 
 
 @dataclass(frozen=True)
+class ChartGroup:
+    title: str
+    slug: str
+    sentence: str
+    charts: tuple[RunChart, ...]  # each function's mean, then its std
+
+
+@dataclass(frozen=True)
 class Section:
     title: str
     slug: str
     charts: tuple[RunChart, ...]
+    groups: tuple[ChartGroup, ...] = ()
+
+
+# TRL's per-function reward curves (grpo_trainer.py: f"rewards/{reward_func_name}/mean" and "/std"), and the
+# per-sample readers' twins (samples/rewards/<name>/mean, /std)
+REWARD_FUNC = re.compile(r"\A(?:samples/)?rewards/(?P<func>[^/]+)/(?P<stat>mean|std)\Z")
+GROUP_WORDS = ("Each reward function's own mean and standard deviation over the step's completions, before "
+               "weighting (TRL logs them as rewards/<name>/mean and /std), one row a function; the step's reward "
+               "is their weighted sum.")
 
 
 @dataclass(frozen=True)
@@ -108,6 +129,7 @@ class RunExplorer:
     derived: tuple[str, ...] = ()  # what the app computed from the run's files, not the trainer's log (DERIVED)
     only_derived: bool = False  # nothing here was logged: a run of per-token files alone (prime-rl, slime)
     length_reward: LengthRewardChart | None = None  # the steps in view's length against their reward, when logged
+    smooth_max: float = MAX_WEIGHT
 
 
 # metric prefix -> the files the app computed it from (engine/run_opening.py joins them to the log)
@@ -138,9 +160,37 @@ def resolve(log: RunLog, q: RunQuery) -> tuple[tuple[int, int], int | None]:
     return (max(first, lo), min(last, hi)), selected
 
 
-def _query(q: RunQuery, **changes: int | None) -> dict[str, int]:
+def smooth_param(weight: float) -> str:
+    return f"{weight:g}"
+
+
+def _query(q: RunQuery, **changes: int | None) -> dict[str, int | str]:
     merged = {"from": q.first, "to": q.last, "step": q.step} | changes
-    return {k: v for k, v in merged.items() if v is not None}
+    out: dict[str, int | str] = {k: v for k, v in merged.items() if v is not None}
+    return out | ({"smooth": smooth_param(q.smooth)} if q.smooth else {})
+
+
+def _func(chart: RunChart) -> tuple[str, str]:
+    m = REWARD_FUNC.match(chart.key)
+    return (m["func"], m["stat"]) if m else ("", "")
+
+
+def _sections(by_section: dict[str, list[RunChart]]) -> tuple[Section, ...]:
+    """Each section's charts, a reward function's own curves taken out into its group (by function, mean first)."""
+    out = []
+    for title, charts in by_section.items():
+        funcs = [c for c in charts if REWARD_FUNC.match(c.key)]
+        if len(funcs) < 2:  # one function's mean alone needs no group
+            funcs = []
+        rest = tuple(c for c in charts if c not in funcs)
+        order = {f: i for i, f in enumerate(dict.fromkeys(_func(c)[0] for c in funcs))}  # as first logged
+        funcs.sort(key=lambda c: (order[_func(c)[0]], _func(c)[1]))
+        slug = _slug(title)
+        group = ChartGroup("Per reward function", f"{slug}-per-function", GROUP_WORDS, tuple(funcs))
+        groups = (group,) if funcs else ()
+        if rest or groups:
+            out.append(Section(title, slug, rest, groups))
+    return tuple(out)
 
 
 def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] | None = None) -> RunExplorer:
@@ -165,9 +215,14 @@ def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] 
         points = window(log.series(name), first, last)
         if not points:
             continue
+        series = log.series(name)
+        smoothed = None
+        if q.smooth:  # over the whole run: a zoom does not change a step's smoothed value
+            smoothed = dict(zip((s for s, _ in series), ema([v for _, v in series], q.smooth), strict=True))
         by_section[words.section].append(run_chart(name, words.sentence, points, (first, last), step_url,
-                                                   selected, marks.get(name, ()), [r.step for r in records]))
-    sections = tuple(Section(t, _slug(t), tuple(c)) for t, c in by_section.items() if c)
+                                                   selected, marks.get(name, ()), [r.step for r in records],
+                                                   metric_domain(name), smoothed))
+    sections = _sections(by_section)
     derived = tuple(f"{prefix}… from {source}" for prefix, source in DERIVED.items()
                     if any(n.startswith(prefix) for n in log.names))
     only_derived = bool(log.names) and all(n.startswith(tuple(DERIVED)) for n in log.names)
@@ -196,22 +251,16 @@ def _finding_view(f: Finding, step_url) -> FindingView:
     return FindingView(f.rule, f.sentence, tuple((s, step_url(s)) for s in dict.fromkeys(f.steps)))
 
 
-def _cell(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if math.isfinite(value) and value == int(value) and abs(value) < 1e12:  # a count: 3, not 3.0000
-        return f"{int(value):,}"
-    return significant(value, 5)
-
-
 def _selected(run_id: str, log: RunLog, q: RunQuery, step: int, records: tuple[RecordedStep, ...]) -> SelectedStep:
     at = log.steps.index(step)
-    rows = tuple(StepRow(name, _cell(values[at]), metric_words(name).sentence) for name, values in log.metrics.items())
+    rows = tuple(StepRow(name, cell(values[at]), metric_words(name).sentence) for name, values in log.metrics.items())
 
     def go(s: int) -> str:
         return urls.run(run_id, _query(q, step=s)) + "#selected-step"
 
-    zoom = {"from": max(log.steps[0], step - ZOOM_SPAN), "to": min(log.steps[-1], step + ZOOM_SPAN), "step": step}
+    zoom: dict[str, int | str] = {"from": max(log.steps[0], step - ZOOM_SPAN),
+                                  "to": min(log.steps[-1], step + ZOOM_SPAN), "step": step}
+    zoom |= {"smooth": smooth_param(q.smooth)} if q.smooth else {}
     return SelectedStep(step=step, asked=q.step if q.step is not None else step, rows=rows,
                         previous_url=go(log.steps[at - 1]) if at > 0 else None,
                         next_url=go(log.steps[at + 1]) if at + 1 < len(log.steps) else None,
@@ -229,4 +278,5 @@ def _either_side(records: tuple[RecordedStep, ...], step: int) -> tuple[Recorded
     return tuple(([before[-1]] if before else []) + ([after[0]] if after else []))
 
 
-__all__ = ["ZOOM_SPAN", "BadRunQuery", "RecordedStep", "RunExplorer", "RunQuery", "explorer", "nearest_step", "resolve"]
+__all__ = ["REWARD_FUNC", "ZOOM_SPAN", "BadRunQuery", "ChartGroup",
+           "RecordedStep", "RunExplorer", "RunQuery", "explorer", "nearest_step", "resolve", "smooth_param"]

@@ -1,7 +1,8 @@
 """The run explorer's routes (issue 34). Thin: the store (domain/run_store.py) holds the runs, the view
 model (views/run_view.py) builds the page.
 
-- `GET /runs/{id}`: the explorer; `from`/`to` zoom, `step` selects a step. A query it does not take, a
+- `GET /runs/{id}`: the explorer; `from`/`to` zoom, `step` selects a step, `smooth` (0 to 0.99) draws
+  TensorBoard's smoothed line over each metric's. A query it does not take, a
   number that is not one, or a window with no logged step is a 422 page naming the field.
 - `GET /api/runs/{id}`: the same run as JSON (steps, every metric's points, cut by M4 unless zoomed
   to `from`/`to`, and the findings).
@@ -23,6 +24,7 @@ from app.domain.uploads import MB
 from app.kinds.step_record.domain.run_findings import findings
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.run_series import downsample, window
+from app.kinds.step_record.domain.run_smoothing import MAX_WEIGHT
 from app.kinds.step_record.domain.run_store import RunStore
 from app.kinds.step_record.engine.run_opening import open_run_dir
 from app.kinds.step_record.examples import RUN_DIR
@@ -38,7 +40,7 @@ from app.web.schemas.errors import ValidationErrorBody, error
 from app.web.settings import Settings
 
 PAGE = "step_record/run.html"
-PARAMS = {"from": "first", "to": "last", "step": "step"}
+PARAMS = {"from": "first", "to": "last", "step": "step", "smooth": "smooth"}
 
 pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
@@ -68,11 +70,24 @@ def _log(request: Request, run_id: str) -> RunLog:
     return log
 
 
+def _smooth(value: str) -> float:
+    try:
+        weight = float(value)
+    except ValueError:
+        weight = math.nan
+    if not 0 <= weight <= MAX_WEIGHT:  # NaN too
+        raise BadRunQuery("smooth", f"expected a smoothing weight from 0 (none) to {MAX_WEIGHT:g}, got {value!r}")
+    return weight + 0.0  # -0.0 is 0
+
+
 def read_query(request: Request) -> RunQuery:
-    values: dict[str, int] = {}
+    values: dict[str, int | float] = {}
     for key, value in request.query_params.multi_items():
         if key not in PARAMS:
             raise BadRunQuery(key, f"not a parameter of the run explorer (it takes {', '.join(PARAMS)})")
+        if key == "smooth":
+            values["smooth"] = _smooth(value)
+            continue
         try:
             values[PARAMS[key]] = int(value)
         except ValueError:
