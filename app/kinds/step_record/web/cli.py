@@ -49,6 +49,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "a TRL output directory or its trainer_state.json, a UNIPO canonical file of several "
                              "recorded entries or a directory of them, a directory of step records")
     parser.add_argument("--serve", action="store_true", help="then serve the app (python -m app)")
+    parser.add_argument("--follow", action="store_true",
+                        help="keep reading the run folder as it grows, under one run id, until Ctrl-C (issue 50)")
+    parser.add_argument("--interval", type=float, default=1.0, help="with --follow: seconds between looks (1)")
     parser.add_argument("--host", help="where the printed URL points, and --serve binds (env HOST)")
     parser.add_argument("--port", type=int, help="as --host (env PORT)")
     return parser.parse_args(argv)
@@ -167,6 +170,10 @@ def main(argv: list[str], cli: Cli) -> int:
     checks, then (with --serve) start the server through `cli.serve`."""
     args = parse_args(argv)
     settings = Settings(**{k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None})
+    if args.follow:
+        from app.kinds.step_record.web.run_follow_cli import follow_main
+
+        return follow_main(args.file, settings, cli, max(args.interval, 0.05))
     if args.file.is_dir() or args.file.name == STATE or _unipo_run(args.file):
         status = open_run(args.file, settings, cli)
         if status == 0 and args.serve:

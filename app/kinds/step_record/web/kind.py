@@ -19,6 +19,7 @@ from app.kinds.step_record.web import (
     examples,
     pages,
     run_cli,
+    run_compare_pages,
     run_diff_pages,
     run_pages,
     run_upload,
@@ -33,6 +34,7 @@ def install(app: FastAPI) -> None:
     # the upload page's "Try an example" lists the shipped records (upload_help.html)
     templates.env.globals["step_record_examples"] = EXAMPLES
     app.include_router(examples.router)
+    run_compare_pages.install(app)  # runs compared (issue 50): before the explorer, whose /runs/{id} would take it
     run_pages.install(app)  # the run explorer (issue 34)
     run_diff_pages.install(app)  # two of its recorded steps compared
     run_upload.install(app)  # a whole run sent from the browser as one archive

@@ -22,6 +22,7 @@ from starlette.responses import RedirectResponse, Response
 
 from app.domain.uploads import MB
 from app.kinds.step_record.domain.run_findings import findings
+from app.kinds.step_record.domain.run_follow import FollowedRunStore
 from app.kinds.step_record.domain.run_log import RunLog
 from app.kinds.step_record.domain.run_series import downsample, window
 from app.kinds.step_record.domain.run_smoothing import MAX_WEIGHT
@@ -31,6 +32,8 @@ from app.kinds.step_record.examples import RUN_DIR
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.run_charts import BUCKETS
 from app.kinds.step_record.views.run_view import BadRunQuery, RunQuery, explorer, resolve
+from app.kinds.step_record.web import run_follow_pages
+from app.kinds.step_record.web.run_follow_pages import follow_context
 from app.stores.uploads import RunRefs
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, StrictQueryRoute
@@ -48,12 +51,16 @@ api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 def store_for(settings: Settings, refs: RunRefs) -> RunStore:
     """The runs of this data directory, referenced from the upload store's database (`refs`, its backend):
-    the server's and `python -m app open RUN_DIR`'s alike."""
-    return RunStore(settings.resolved_data_dir / "runs", refs=refs, quota_bytes=settings.upload_quota_mb * MB)
+    the server's and `python -m app open RUN_DIR`'s alike. A followed folder's id (`open RUN_DIR --follow`,
+    domain/run_follow.py) reads as the version stored for it now."""
+    # keep=8 parsed logs: /runs/compare takes up to 8 runs, and a ninth would parse them all again per request
+    return FollowedRunStore(settings.resolved_data_dir / "runs", refs=refs, quota_bytes=settings.upload_quota_mb * MB,
+                            keep=8)
 
 
 def install(app: FastAPI) -> None:
     app.state.run_store = store_for(app.state.settings, app.state.catalog.uploads.backend)
+    run_follow_pages.install(app)  # a followed run's status, polled by its explorer (issue 50)
     app.include_router(pages)
     app.include_router(api)
 
@@ -98,13 +105,14 @@ def read_query(request: Request) -> RunQuery:
 @pages.get("/runs/{run_id}")
 async def run_page(request: Request, run_id: str) -> Response:
     def build():  # in the thread pool: the run's links are database rows, and a long run's view is real work
-        return explorer(run_id, _log(request, run_id), read_query(request), _store(request).recorded(run_id))
+        view = explorer(run_id, _log(request, run_id), read_query(request), _store(request).recorded(run_id))
+        return view, follow_context(request, run_id)  # a followed run's status (issue 50)
 
     try:
-        view = await run_in_threadpool(build)
+        view, follow = await run_in_threadpool(build)
     except BadRunQuery as exc:
         return render_error(request, 422, "This view of the run cannot be drawn", str(exc))
-    return render(request, PAGE, PAGE, {"run": view})
+    return render(request, PAGE, PAGE, {"run": view, "follow": follow})
 
 
 async def _open_example(request: Request, cat) -> tuple[str, bool]:
