@@ -230,6 +230,7 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
     ("/api/schemas/step-record", {"422": ValidationErrorBody}),
     ("/api/runs/{run_id}", {"404": ErrorBody, "422": ValidationErrorBody}),  # the run explorer's JSON
     ("/api/runs/{run_id}/diff", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),  # two steps
+    ("/api/runs/compare", {"422": ValidationErrorBody}),  # 2 to 8 runs; an unknown id is a 422 naming `run`
     ("/api/walkthroughs/{walkthrough_id}/record", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                    "503": ErrorBody}),
     ("/api/processes/compare", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
@@ -348,6 +349,7 @@ REAL_ERRORS = [
     ("/api/runs/{run_id}", "/api/runs/0123456789abcdef?zz=1", 422),  # an unknown parameter, before the lookup
     ("/api/runs/{run_id}/diff", "/api/runs/0123456789abcdef/diff?a=1&b=2", 404),
     ("/api/runs/{run_id}/diff", "/api/runs/0123456789abcdef/diff?a=x", 422),  # not a number, before the lookup
+    ("/api/runs/compare", "/api/runs/compare?run=0123456789abcdef", 422),  # one run: too few to compare
     ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/nope/record", 404),
     ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/toy_grpo/record?group=-1", 422),
     ("/api/processes/{process_id}", "/api/processes/nope", 404),
