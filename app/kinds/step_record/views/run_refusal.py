@@ -10,8 +10,8 @@ FORM = "step_record/run_upload_form.html"
 LINKS = (Link("What the archive should hold", "#run-upload-what"), Link("How to record a step", "#how-to-record"))
 NOT_OPENED = "was not opened as a run"
 WHAT = "the run's output folder as one .zip, .tar or .tar.gz, without its checkpoints' weights."
-TODO = f"Choose another archive below: {WHAT}"
-TODO_BY_STATUS = {
+WHAT_TO_DO = f"Choose another archive below: {WHAT}"
+WHAT_TO_DO_BY_STATUS = {
     400: "Make the archive again from the run's output folder (zip, or tar with or without gzip) and choose it "
          "again below, or choose another archive.",
     413: "Archive the run's logs and dumps without its checkpoints' weights, then choose that archive below.",
@@ -22,8 +22,8 @@ TODO_BY_STATUS = {
 
 def run_refusal(filename: str | None, why: str, status: int) -> Refusal:
     """The form's refusal: ArchiveRefused's words (the member and field first, as the API's `error`)."""
-    return Refusal(file_name(filename, "The archive"), status, why, TODO_BY_STATUS.get(status, TODO), LINKS, FORM,
-                   NOT_OPENED)
+    return Refusal(file_name(filename, "The archive"), status, why, WHAT_TO_DO_BY_STATUS.get(status, WHAT_TO_DO),
+                   LINKS, FORM, NOT_OPENED)
 
 
 # beside the form, under it (run-upload.js)
