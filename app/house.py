@@ -1,4 +1,5 @@
-"""The house: the one module that names the walkthrough kinds, and the app built from them.
+"""The house: the one module that names the walkthrough kinds (and the runs, their sibling), and the app built
+from them.
 
 Adding a kind is a folder under app/kinds/ and one line in KINDS (docs/design.md, "How to add a
 kind"). Every other layer (web, views, engine, domain) is shared and names no kind; the kinds build
@@ -19,6 +20,7 @@ from app.kinds.smollm.web.kind import KIND as SMOLLM
 from app.kinds.step_record.web.kind import KIND as STEP_RECORD
 from app.kinds.tiny_lm.web.kind import KIND as TINY_LM
 from app.kinds.toy.web.kind import KIND as TOY
+from app.runs.manifest import RUNS
 from app.web import factory
 from app.web.kind import Kind, KindRegistry
 from app.web.settings import Settings
@@ -31,7 +33,9 @@ from app.web.settings import Settings
 # The real model before the toy for the same reason: its head is the tiny LM's token-level one (ModuleTemplates
 # PolicyRatio, ClippedSurrogate, ...), which the toy's words describe per answer ("each sampled answer",
 # ρ_i) while here ρ is per token; its words answer only for its own graph (the ScoredDecoder marker).
-KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, SMOLLM, TOY)
+# The runs (app/runs) are a sibling of the kinds under the same manifest: they run no snapshot, so their place
+# only orders their upload help (after the step record's) and their stylesheet.
+KINDS: tuple[Kind, ...] = (STEP_RECORD, TINY_LM, SMOLLM, TOY, RUNS)
 
 
 def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:

@@ -1,4 +1,4 @@
-"""What an IS correction does to a run step's gradient (app/kinds/step_record/engine/is_effect.py), against verl 0.9.1:
+"""What an IS correction does to a run step's gradient (app/runs/engine/is_effect.py), against verl 0.9.1:
 verl's own rollout-correction weights (rollout_corr_helper.compute_rollout_correction_weights, as its trainer calls
 it: rollout_is token / sequence, TIS with the upper bound for *_truncate, IcePop "lower_upper" for *_mask) handed to
 verl's actor loss (workers.utils.losses.ppo_loss, vanilla, token-mean), whose backward gives d loss / d log pi per
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from app.kinds.step_record.engine.is_effect import MODES, NONE, TrainedTokens, conventions, gradient, is_effect_metrics
+from app.runs.engine.is_effect import MODES, NONE, TrainedTokens, conventions, gradient, is_effect_metrics
 from peers.cases import agree
 from peers.test_verl import actor_config, verl_actor_loss, verl_is_weights
 

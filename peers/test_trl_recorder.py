@@ -235,14 +235,14 @@ def test_fixture_is_a_real_record_the_app_agrees_with(runs):
 
 @pytest.mark.parametrize("run", list(RUNS))
 def test_the_runs_trainer_state_reads_as_a_run_equal_to_its_log_history(runs, run):
-    """Issue 34's run reader (app/kinds/step_record/domain/run_log.py) on the trainer_state.json TRL's own
+    """Issue 34's run reader (app/runs/domain/run_log.py) on the trainer_state.json TRL's own
     Trainer writes: every logged metric of every step equals trainer.state.log_history, the closing entry
     apart; the findings' rules read TRL's real metric names."""
     import math
 
-    from app.kinds.step_record.domain.run_dir import find_trainer_state
-    from app.kinds.step_record.domain.run_findings import findings
-    from app.kinds.step_record.domain.run_log import SUMMARY_KEYS, read_trainer_state
+    from app.runs.domain.run_dir import find_trainer_state
+    from app.runs.domain.run_findings import findings
+    from app.runs.domain.run_log import SUMMARY_KEYS, read_trainer_state
 
     trainer = runs[run]
     trainer.save_state()  # output_dir/trainer_state.json, as a script's last line writes it

@@ -29,13 +29,13 @@ from trl import GRPOConfig  # noqa: E402
 
 from app.domain.uploads import UploadStore  # noqa: E402
 from app.house import registry  # noqa: E402
-from app.kinds.step_record.domain.run_log import SUMMARY_KEYS  # noqa: E402
-from app.kinds.step_record.domain.run_store import RunStore  # noqa: E402
-from app.kinds.step_record.domain.trl_completions import read_completions_dir  # noqa: E402
 from app.kinds.step_record.engine.checks import checks  # noqa: E402
 from app.kinds.step_record.engine.recompute import recompute  # noqa: E402
-from app.kinds.step_record.engine.run_opening import open_run_dir  # noqa: E402
 from app.kinds.step_record.recorders.trl import RecordingGRPOTrainer  # noqa: E402
+from app.runs.domain.run_log import SUMMARY_KEYS  # noqa: E402
+from app.runs.domain.run_store import RunStore  # noqa: E402
+from app.runs.domain.trl_completions import read_completions_dir  # noqa: E402
+from app.runs.engine.run_opening import open_run_dir  # noqa: E402
 from peers.local_tokenizer import CORPUS, bpe_tokenizer  # noqa: E402
 
 STEPS, EVERY = 12, 3

@@ -1,7 +1,7 @@
 """verl's own rollout dump read by the app (issue 34): verl 0.9.1's `RayPPOTrainer._write_generations` (the function
 `trainer.rollout_data_dir` calls, verl/trainer/ppo/ray_trainer.py) writes `{step}.jsonl` files, called here, not
-re-typed; the app's reader (app/kinds/step_record/domain/verl_rollouts.py) reads them into per-step numbers equal to
-a float64 computation over the lists verl was given (tests/kinds/step_record/rollout_fixtures.py's `expected`)."""
+re-typed; the app's reader (app/runs/domain/verl_rollouts.py) reads them into per-step numbers equal to
+a float64 computation over the lists verl was given (tests/runs/rollout_fixtures.py's `expected`)."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-from app.kinds.step_record.domain.verl_rollouts import read_rollouts_dir
+from app.runs.domain.verl_rollouts import read_rollouts_dir
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _fixtures():
     spec = importlib.util.spec_from_file_location(
-        "verl_rollout_fixtures", ROOT / "tests" / "kinds" / "step_record" / "rollout_fixtures.py")
+        "verl_rollout_fixtures", ROOT / "tests" / "runs" / "rollout_fixtures.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.expected, module.batch

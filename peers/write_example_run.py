@@ -8,7 +8,7 @@ model and byte-level BPE tokenizer as peers/test_trl_recorder.py, nothing downlo
 logged, num_iterations = 1 (TRL's default), so the clip ratio is 0 at every step, which the explorer's
 finding explains. The project's recorder (record_steps) writes every `--every`-th step beside it.
 
-What lands in app/kinds/step_record/examples/trl-1.16-run/ is what the run's output directory holds:
+What lands in app/runs/examples/trl-1.16-run/ is what the run's output directory holds:
 trainer_state.json (trainer.save_state(), every logged step) and records/step-N.grpo-step.json. Nothing
 is edited after TRL wrote it; the explorer's tests read it as any uploaded run.
 """
@@ -32,7 +32,7 @@ from app.kinds.step_record.recorders.trl import RecordingGRPOTrainer  # noqa: E4
 from peers.local_tokenizer import CORPUS, bpe_tokenizer  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TARGET = ROOT / "app" / "kinds" / "step_record" / "examples" / "trl-1.16-run"
+TARGET = ROOT / "app" / "runs" / "examples" / "trl-1.16-run"
 PROMPTS = ["ab ba", "cab", "dab ab", "bad", "abba", "dad"]
 TOKENIZER = bpe_tokenizer(CORPUS)
 

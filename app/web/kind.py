@@ -27,6 +27,7 @@ from app.engine.export_target import ExportTarget
 from app.engine.grpo.params import Conventions
 from app.engine.jobs.tasks import JobTask
 from app.views.meaning import NodeMeaning
+from app.views.screen import PartOf
 from app.web.settings import Settings
 
 
@@ -83,8 +84,10 @@ class DefaultRun(NamedTuple):
 class Kind:
     id: str  # stored on catalog entries; never in a URL
     title: str  # what it is, for people
-    matches: Callable[[Snapshot], bool]  # the engine's rule: it runs exactly this export's nodes
-    step_page: Callable[[StepRequest], Response]  # runs on the compute executor (a cache miss computes)
+    # The engine's rule: it runs exactly this export's nodes. A sibling of kinds that runs no snapshot
+    # (app/runs: whole training runs) matches none and has no step page.
+    matches: Callable[[Snapshot], bool] = lambda snapshot: False
+    step_page: Callable[[StepRequest], Response] | None = None  # runs on the compute executor (a cache miss computes)
     install: Callable[[FastAPI], None] = lambda app: None  # routers, handlers, app.state
     templates: Path | None = None  # holds templates/<kind id>/…, names the kind's screen uses
     # Served at /static/<kind id>/…; its stylesheets (names relative to it) load on every page, after
@@ -125,6 +128,10 @@ class Kind:
     commands: Mapping[str, Command] = field(default_factory=dict)
     # Its models for `python -m app.export --model NAME`
     export_targets: tuple[ExportTarget, ...] = ()
+    # Where a walkthrough sits in something larger that this kind keeps (a recorded step in its run):
+    # (request, walkthrough id) -> the links for its step panel, or None. Asked of every kind by the
+    # page of any kind's step (`KindRegistry.part_of`), so a kind that links to another names none.
+    part_of: Callable[[Request, str], PartOf | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,11 @@ class KindRegistry:
     def walkthrough_files(self, settings: Settings) -> list[WalkthroughFile]:
         """Every kind's own walkthrough files for these settings (Kind.walkthrough_files)."""
         return [f for k in self.kinds if k.walkthrough_files is not None for f in k.walkthrough_files(settings)]
+
+    def part_of(self, request: Request, walkthrough_id: str) -> PartOf | None:
+        """The first kind's answer to where this walkthrough sits (Kind.part_of), or None."""
+        return next((p for k in self.kinds if k.part_of is not None
+                     if (p := k.part_of(request, walkthrough_id)) is not None), None)
 
     def get(self, kind_id: str | None) -> Kind | None:
         return next((k for k in self.kinds if k.id == kind_id), None)

@@ -2,10 +2,10 @@
 prime-rl token exports in one run directory, opened with `python -m app open RUN_DIR` and looked at in the explorer.
 
 The directory, built in a temporary folder and removed afterwards:
-- trainer_state.json: 10,000 entries of the keys TRL's GRPOTrainer logs (tests/kinds/step_record/run_fixtures.py's
+- trainer_state.json: 10,000 entries of the keys TRL's GRPOTrainer logs (tests/runs/run_fixtures.py's
   `entry`, loaded by path);
 - step-records/: 20 step records at G 16 × 4,096 tokens (record.py's factory), each at a logged step;
-- token_exports/step_N/rank_R.jsonl: prime-rl's export format (tests/kinds/step_record/token_fixtures.py's
+- token_exports/step_N/rank_R.jsonl: prime-rl's export format (tests/runs/token_fixtures.py's
   `prime_rl_line`, field for field), 2 ranks per step, every 200th step, 48 sequences per rank of 64 prompt +
   1,024 completion tokens, until the files hold ~1 GB (the lines of one step are made once and written for every
   step, the step field changed: what is timed is the reading, not the making).
@@ -39,7 +39,7 @@ from bench.common import HOST, ROOT, get, log, median, server
 from bench.phases.browser import CHROMIUM_ARGS, visible_watch
 from bench.phases.record import _file, _make_record
 
-FIXTURES = ROOT / "tests" / "kinds" / "step_record"
+FIXTURES = ROOT / "tests" / "runs"
 VIEWPORT = {"width": 1280, "height": 720}
 CHART_WATCH = visible_watch(".run-chart", "chartVisible")
 TIMING = """() => { const n = performance.getEntriesByType('navigation')[0];
@@ -47,7 +47,7 @@ TIMING = """() => { const n = performance.getEntriesByType('navigation')[0];
 READER = """
 import json, sys, time
 from pathlib import Path
-from app.kinds.step_record.engine.token_run import read_token_run
+from app.runs.engine.token_run import read_token_run
 
 def status(key):  # kB, from the kernel: VmRSS now, VmHWM the peak so far
     for line in Path("/proc/self/status").read_text().splitlines():

@@ -186,7 +186,7 @@ def test_a_throwaway_kinds_command_runs_from_the_command_line(throwaway, capsys)
 
     kind, _, _ = throwaway
     assert run_command("hello", ["a", "b"], registry((kind, *KINDS))) == 7
-    assert capsys.readouterr().out.strip() == "hello from the throwaway kind: a b | throwaway, step_record, tiny_lm, smollm, toy"
+    assert capsys.readouterr().out.strip() == "hello from the throwaway kind: a b | throwaway, step_record, tiny_lm, smollm, toy, run_explorer"
     assert run_command("nope", [], registry((kind,))) == 2
     assert "commands: hello" in capsys.readouterr().err
 

@@ -18,10 +18,10 @@ from snapshots import other_snapshot
 
 from app.engine.runtime.compute import LIMITER
 from app.house import create_app
-from app.kinds.step_record.web.run_upload_schemas import RunUploadBody
 from app.kinds.toy.web.schemas.compare import CompareBody
 from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
 from app.kinds.toy.web.schemas.tensors import InactiveRecord, TensorRecord, TensorsBody
+from app.runs.web.run_upload_schemas import RunUploadBody
 from app.web.schemas.errors import ErrorBody, NotStartedBody, ParamError, ValidationErrorBody
 from app.web.schemas.health import HealthBody, ReadyBody
 from app.web.schemas.jobs import PathJobBody

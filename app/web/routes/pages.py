@@ -124,7 +124,7 @@ def step_work(app, scope: dict, walkthrough_id: str, step_id: str):
     kinds: KindRegistry = app.state.kinds
     entry = find_loaded(cat, walkthrough_id)
     kind = kinds.get(entry.kind)
-    if kind is not None:
+    if kind is not None and kind.step_page is not None:
         return kind.step_page(StepRequest(request, walkthrough_id, step_id, entry, cat, dev))
     return view_only_page(request, walkthrough_id, step_id, entry, cat)
 

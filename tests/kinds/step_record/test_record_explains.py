@@ -211,8 +211,10 @@ def test_the_upload_page_opens_each_example(client):
 
     soup = page(client, "/walkthroughs/new")
     forms = soup.select("#record-examples form")
-    assert [f["action"] for f in forms] == [f"/walkthroughs/new/examples/{e.name}" for e in EXAMPLES] + [
-        "/runs/examples/trl"]  # the whole run's example last (test_run_pages.py)
+    assert [f["action"] for f in forms] == [f"/walkthroughs/new/examples/{e.name}" for e in EXAMPLES]
+    # the whole run's example is the runs' own section's, after the records' (tests/runs/test_run_pages.py)
+    assert [f["action"] for f in soup.select("#run-examples form")] == ["/runs/examples/trl"]
+    assert soup.find(id="upload-record-title").find_next(id="upload-run-title") is not None
     assert all(f["method"] == "post" for f in forms)
     assert [e.name for e in EXAMPLES] == ["trl", "verl", "unipo"]  # one of each framework the app reads
     for e in EXAMPLES:

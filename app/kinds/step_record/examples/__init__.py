@@ -43,9 +43,3 @@ EXAMPLES = (
             "5–23 tokens, with a KL to the reference.", "unipo-grpo-step-7.json"),
 )
 BY_NAME = {e.name: e for e in EXAMPLES}
-
-# The run explorer's example (issue 34): a real TRL 1.16 GRPOTrainer run on CPU (120 steps of a tiny Llama,
-# beta 0.04, num_iterations 1), its trainer_state.json as TRL wrote it and the recorder's step records of
-# every 30th step; written by peers/write_example_run.py (.venv-peers/bin/python -m peers.write_example_run).
-RUN_DIR = HERE / "trl-1.16-run"
-RUN_EXAMPLE = RUN_DIR / "trainer_state.json"

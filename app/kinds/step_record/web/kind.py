@@ -2,7 +2,9 @@
 
 Its files are records, not snapshots: the kind's Reader (domain/opening.py) opens them, in the
 walkthroughs folder, from the upload page, `POST /api/walkthroughs` or `python -m app open FILE`.
-A bare snapshot of the head's graph is never a record (`matches` is False: there is no data)."""
+A bare snapshot of the head's graph is never a record (`matches` is False: there is no data).
+Whole runs (many steps, their logged metrics, the explorer) are not this kind's: they are app/runs/,
+which reads records through this kind and links its recorded steps to this kind's pages."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,18 +15,7 @@ from app.kinds.step_record.domain.opening import KIND_ID, READER
 from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record
-from app.kinds.step_record.web import (
-    api,
-    cli,
-    examples,
-    pages,
-    run_cli,
-    run_compare_pages,
-    run_diff_pages,
-    run_pages,
-    run_upload,
-    runs_command,
-)
+from app.kinds.step_record.web import api, examples, pages
 from app.web.kind import Kind
 from app.web.rendering import templates
 
@@ -34,10 +25,6 @@ def install(app: FastAPI) -> None:
     # the upload page's "Try an example" lists the shipped records (upload_help.html)
     templates.env.globals["step_record_examples"] = EXAMPLES
     app.include_router(examples.router)
-    run_compare_pages.install(app)  # runs compared (issue 50): before the explorer, whose /runs/{id} would take it
-    run_pages.install(app)  # the run explorer (issue 34)
-    run_diff_pages.install(app)  # two of its recorded steps compared
-    run_upload.install(app)  # a whole run sent from the browser as one archive
 
 
 HERE = Path(__file__).resolve().parents[1]
@@ -46,5 +33,4 @@ KIND = Kind(id=KIND_ID, title="A recorded GRPO step: your own run, token by toke
             matches=lambda snapshot: False, step_page=pages.step_page, install=install,
             templates=HERE / "templates", static=HERE / "static", stylesheets=("record.css",),
             describe=describe_record, reader=READER, upload_help="step_record/upload_help.html",
-            commands={"open": cli.main, "findings": run_cli.main, "runs": runs_command.main},
             export_targets=export_target.TARGETS)

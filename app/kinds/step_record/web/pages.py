@@ -8,7 +8,6 @@ from dataclasses import replace
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.views.record_query import BadRecordView, read_record_query
-from app.kinds.step_record.views.run_part import run_part
 from app.kinds.step_record.views.screen import BadRecordPlace, build_record_screen, check_place
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.errors import NotFound
@@ -33,9 +32,9 @@ def step_page(asked: StepRequest):
     what_if = q.conventions(own.conventions)
     other = recomputed(asked.entry.id, record, what_if) if what_if is not None else None
     screen = build_record_screen(snapshot, state, record, own, other)
-    # a run's recorded step (opened from its explorer): its panel links the run and the steps beside it
-    store = getattr(request.app.state, "run_store", None)
-    found = store.recording(asked.walkthrough_id) if store is not None else None
-    if found is not None:
-        screen = replace(screen, part_of=run_part(*found))
+    # a run's recorded step (opened from its explorer): its panel links the run and the steps beside it,
+    # as the house's runs say (app/runs, Kind.part_of): this kind keeps no runs
+    part_of = request.app.state.kinds.part_of(request, asked.walkthrough_id)
+    if part_of is not None:
+        screen = replace(screen, part_of=part_of)
     return step_response(request, screen, step_context(screen, asked.catalog))

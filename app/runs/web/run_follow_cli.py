@@ -1,0 +1,55 @@
+"""`python -m app open RUN_DIR --follow [--interval S]` (issue 50): follow a run folder as the trainer writes it.
+
+Polls the folder's files (sizes and mtimes) every S seconds (1 by default), stores what is new under one stable run
+id for the folder (domain/run_follow.py says why the id is the folder's), and prints one line per update: the steps,
+the recorded steps and the findings, the new ones named. A file still being written is never said to be refused
+(engine/run_follower.py). The explorer at the printed URL shows each update in place while the follower runs.
+Ctrl-C stops it cleanly (exit 0): the page then says following ended.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from app.domain.uploads import UploadStore
+from app.runs.engine.run_follower import SETTLE_S, Follower
+from app.runs.views import urls
+from app.runs.web.run_pages import store_for
+from app.stores.uploads import StoreUnavailable
+from app.web.kind import Cli
+from app.web.settings import Settings
+
+
+def follow(path: Path, settings: Settings, uploads: UploadStore, interval: float, settle: float = SETTLE_S) -> int:
+    if not path.is_dir():
+        print(f"error: --follow takes a run folder, not a file: {path}", file=sys.stderr)
+        uploads.close()
+        return 2
+    follower = Follower(path, store_for(settings, uploads.backend), uploads, settle=settle,
+                        say=lambda line: print(line, flush=True))
+    print(f"following {path} every {interval:g} s as run {follower.id} (Ctrl-C to stop)")
+    print(f"open http://{settings.host}:{settings.port}{urls.run(follower.id)}", flush=True)
+    try:
+        follower.run(interval)
+    except KeyboardInterrupt:
+        print(f"stopped following {path} after {follower.state.version} updates")
+    except StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        uploads.close()
+    return 0
+
+
+def follow_main(path: Path, settings: Settings, cli: Cli, interval: float) -> int:
+    from app.runs.web.open_command import _uploads
+
+    try:
+        uploads = _uploads(settings, cli)
+    except StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return follow(path, settings, uploads, interval)
+
+
+__all__ = ["follow", "follow_main"]
