@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 from run_fixtures import entry, state
 
-from app.kinds.step_record.domain import length_reward as lrm
+from app.runs.domain import length_reward as lrm
 from app.runs.domain.run_log import read_trainer_state
 from app.runs.views.length_reward_chart import DOT_LIMIT, MAX_DOTS, length_reward_chart
 

@@ -7,7 +7,7 @@ import math
 import pytest
 from run_fixtures import entry, healthy, state
 
-from app.kinds.step_record.domain import run_findings as rf
+from app.runs.domain import run_findings as rf
 from app.runs.domain.run_log import read_trainer_state
 
 

@@ -190,7 +190,8 @@ def test_a_slime_directory_opens_from_the_command_line_with_its_tied_groups(tmp_
     assert app_main(["open", str(tmp_path / "out"), "--port", "8124"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "2 logged steps (1 to 2)" in out[0]
-    assert out[1].startswith("per-token files (slime): 18 read, 2 steps")  # 2 × 8 rank files, 2 rollout dumps
+    # 2 × 8 rank files and 2 rollout dumps, said apart (dumps hold no tokens)
+    assert out[1].startswith("per-token files (slime): 16 read, slime's rollout dumps: 2 read, 2 steps")
     assert f"- [tied_groups] {TIED}" in out and not any("[ties_uncounted]" in line for line in out)
     api = make_client(data_dir=tmp_path / "data").get("/api" + out[-1].removeprefix("open http://127.0.0.1:8124"))
     assert api.json()["metrics"]["samples/tied_group_share"]["logged"] == 2
@@ -211,3 +212,11 @@ def test_a_slime_directory_opens_from_an_upload(tmp_path, make_client):
     assert [f["sentence"] for f in run["findings"] if f["rule"] == "tied_groups"] == [TIED]
     assert math.isclose(run["findings"][[f["rule"] for f in run["findings"]].index("tied_groups")]["numbers"]
                         ["worst_share"], 0.75)
+
+
+def test_every_number_a_rollout_dump_gives_says_what_it_is():
+    """The explorer's chart titles: a samples/… name with no words would be a bare key on the page."""
+    from app.runs.views.run_metrics import metric_words
+
+    for name in tie_reference([[1.0, 0.0], [1.0, 1.0]]):
+        assert metric_words(name).sentence, name

@@ -70,10 +70,12 @@ def _tokens(root: Path, index: ReadIndex) -> tuple[TokenRun, bool]:
         return TokenRun({}, (), 0, ()), False
     kept = index.get(root, TOKENS_INDEX, files)
     if kept is not None:
-        return TokenRun(step_keys(kept["metrics"]), tuple(kept["sources"]), int(kept["files"]), ()), True
+        return TokenRun(step_keys(kept["metrics"]), tuple(kept["sources"]), int(kept["files"]), (),
+                        int(kept.get("rollout_files", 0))), True
     run = read_token_run(root)
     if not run.refused:  # a refusal is read again each time: the file may be fixed, or be readable, the next time
-        index.put(root, TOKENS_INDEX, files, {"metrics": run.metrics, "sources": list(run.sources), "files": run.files})
+        index.put(root, TOKENS_INDEX, files, {"metrics": run.metrics, "sources": list(run.sources), "files": run.files,
+                                                "rollout_files": run.rollout_files})
     return run, False
 
 

@@ -37,6 +37,11 @@ class TokenRun:
     sources: tuple[str, ...]  # "prime-rl", "slime"
     files: int  # per-token files, and slime's rollout dumps (rollout_data/: per-sample numbers of the same steps)
     refused: tuple[tuple[str, str], ...]  # (file, why)
+    rollout_files: int = 0  # of `files`, slime's rollout dumps (said apart: they hold no tokens)
+
+    @property
+    def token_files(self) -> int:
+        return self.files - self.rollout_files
 
 
 def read_export(export: ExportFile, where: str) -> Iterator[TokenSequence]:
@@ -86,7 +91,7 @@ def read_token_run(root: Path, label: Callable[[Path], str] = str) -> TokenRun:
         metrics[step] = metrics.get(step, {}) | values
     sources = {e.source for e in exports} | ({"slime"} if rollouts.files else set())
     return TokenRun(dict(sorted(metrics.items())), tuple(sorted(sources)), len(exports) + rollouts.files,
-                    (*refused, *rollouts.refused))
+                    (*refused, *rollouts.refused), rollouts.files)
 
 
 def as_trainer_state(metrics: dict[int, dict[str, float]], sources: tuple[str, ...]) -> bytes:

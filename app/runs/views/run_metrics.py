@@ -102,6 +102,10 @@ WORDS |= {
     "samples/zero_advantage_share": (SAMPLES, "Share of completions whose logged advantage is exactly 0."),
     "samples/unscorable_share": (SAMPLES, "Share of completions no reward function scored (None, NaN)."),
     "samples/completion_chars_mean": (SAMPLES, "Mean completion length in characters (the file holds no tokens)."),
+    # slime's rollout dumps (Sample.to_dict(): domain/slime_samples.py)
+    "samples/truncated_share": (SAMPLES, "Share of the step's completions that stopped at the length limit (slime's "
+                                         "Sample status \"truncated\"): their reward judges an unfinished answer."),
+    "samples/response_length_mean": (SAMPLES, "Mean completion length in tokens (slime's response_length)."),
 }
 # engine/is_effect.py: each correction recomputed on the step's trained tokens, against none (ρ = π_trainer/π_rollout;
 # Πρ: the product over a sequence's trained tokens). mode -> (name, its weight, where its bound binds)

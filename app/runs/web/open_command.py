@@ -129,8 +129,9 @@ def open_run(path: Path, settings: Settings, cli: Cli) -> int:
               "(DATA_DIR/runs/index), no file read again")
     if opened.tokens is not None:
         t = opened.tokens
-        print(f"per-token files ({', '.join(t.sources)}): {t.files} read, {len(t.metrics)} steps with tokens/… "
-              "metrics (train/inference mismatch, gradient triage)")
+        dumps = f", slime's rollout dumps: {t.rollout_files} read" if t.rollout_files else ""
+        print(f"per-token files ({', '.join(t.sources)}): {t.token_files} read{dumps}, {len(t.metrics)} steps with "
+              "tokens/… metrics (train/inference mismatch, gradient triage)")
     if opened.completions is not None:
         c = opened.completions
         print(f"completions tables (TRL): {c.files} read, {len(c.metrics)} steps with samples/… metrics (rewards, "
