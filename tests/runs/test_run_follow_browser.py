@@ -2,7 +2,9 @@
 adds a step to the folder, and within 5 s the new step is on the page (title, status line, every chart's points)
 without a reload (a marker set on the window survives), with no console error, CSP violation or failed request and
 nothing scrolling sideways. Once the follower stops, the line says following ended and the page polls no more.
-Without script, the line carries a `<noscript>` refresh. Screenshots: test-output/screenshots/run-follow/."""
+Without script, the line carries a `<noscript>` refresh. A run opened from a folder is followed from its own explorer
+by its "Follow this folder as it grows" button, and stopped by "Stop following". Screenshots:
+test-output/screenshots/run-follow/."""
 from __future__ import annotations
 
 import json
@@ -21,7 +23,9 @@ from run_fixtures import entry, state
 
 from app.domain.uploads import UploadStore
 from app.house import create_app
+from app.runs.domain.run_follow import follow_id
 from app.runs.engine.run_follower import Follower
+from app.runs.engine.run_opening import open_run_dir
 from app.runs.web.run_pages import store_for
 from app.web.settings import Settings
 
@@ -54,6 +58,7 @@ def base_url(walkthroughs_dir, data_dir) -> Iterator[str]:
     yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
     server.should_exit = True
     thread.join(timeout=10)
+    app.state.run_follows.stop_all()  # the lifespan is off here: the followers its button started
 
 
 @pytest.fixture
@@ -112,3 +117,30 @@ def test_without_script_the_status_refreshes_the_page(make_context, followed):
     page.goto(f"/runs/{follower.id}")
     expect(page.locator("#run-follow")).to_contain_text("Following")
     assert page.locator('#run-follow noscript').count() == 1
+
+
+def test_the_explorer_follows_its_own_folder_from_its_button(make_context, base_url, data_dir, tmp_path):
+    out = tmp_path / f"mine-{uuid.uuid4().hex[:6]}"
+    out.mkdir()
+    (out / "trainer_state.json").write_text(document(2))
+    uploads = UploadStore.open(data_dir, None, quota_mb=100, cache_mb=0)
+    try:
+        run = open_run_dir(out, store_for(Settings(data_dir=data_dir), uploads.backend), uploads).id
+    finally:
+        uploads.close()
+    page: Page = make_context().new_page()
+    bad = bad_requests(page, base_url)
+    page.goto(f"/runs/{run}")
+    page.locator("#run-follow-start").click()  # a plain form: POST, then 303 to the followed id
+    page.wait_for_url(f"**/runs/{follow_id(out)}")
+    status = page.locator("#run-follow")
+    expect(status).to_contain_text("Following")
+    page.evaluate("window.__notReloaded = true")
+    (out / "trainer_state.json").write_text(document(3))
+    expect(page.locator(".run-title")).to_contain_text("3 logged steps", timeout=5_000)
+    assert page.evaluate("window.__notReloaded === true"), "the page was reloaded"
+    shoot(page, SHOTS, "followed-from-the-explorer", "laptop")
+    page.locator("#run-follow-stop").click()
+    expect(status).to_contain_text("ended")
+    expect(page.locator("#run-follow-start")).to_be_visible()  # and may be followed again
+    assert bad == []

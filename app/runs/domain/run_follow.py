@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.runs.domain.run_dir import STATE, run_root
 from app.runs.domain.run_log import RunLog
 from app.runs.domain.run_store import RUN_ID, RunStore
 
@@ -81,6 +82,21 @@ class FollowStates:
         except (KeyError, OSError, ValueError, TypeError):
             return None
 
+    def all(self) -> list[FollowState]:
+        """Every followed folder's state, by id (a file that is no state is skipped)."""
+        if not self.root.is_dir():
+            return []
+        names = sorted(p.name.removesuffix(".json") for p in self.root.glob("*.json"))
+        return [s for name in names if RUN_ID.match(name) and (s := self.read(name)) is not None]
+
+    def remove(self, ident: str) -> bool:
+        """Forget a followed folder (its run deleted): False when no state file was there."""
+        try:
+            self.path(ident).unlink()
+        except (KeyError, FileNotFoundError):
+            return False
+        return True
+
     def write(self, state: FollowState) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{state.id}.", suffix=".tmp")
@@ -107,6 +123,16 @@ class FollowedRunStore(RunStore):
     def get(self, ident: str) -> RunLog | None:
         return super().get(self.resolve(ident))
 
+    def source(self, ident: str) -> str:
+        """Where the run was opened from, as this store recorded it (never as a request says): a followed id's
+        folder, else its row's name (the trainer_state.json or folder `python -m app open` read); "" if unknown."""
+        state = self.follows.read(ident) if RUN_ID.match(ident) else None
+        if state is not None:
+            return state.folder
+        if self.refs is None:
+            return ""
+        return next((row.name for row in self.refs.run_listing() if row.id == ident), "")
+
     def recorded(self, ident: str) -> dict[int, str]:
         return super().recorded(self.resolve(ident))
 
@@ -115,6 +141,25 @@ class FollowedRunStore(RunStore):
 
     def stored(self, ident: str) -> bool:
         return super().stored(self.resolve(ident))
+
+
+def source_folder(source: str) -> Path | None:
+    """The run folder a recorded source names, where it still is on this machine's disk: the folder itself, or the
+    output directory of the trainer_state.json it was read from (one up from a checkpoint-N/). None for anything else:
+    no source, a relative name, a folder gone (an uploaded archive's, unpacked and removed), another kind of file."""
+    if not source:
+        return None
+    path = Path(source)
+    if not path.is_absolute():
+        return None
+    try:
+        if path.is_dir():
+            return path
+        if path.name == STATE and path.is_file():
+            return run_root(path, path)
+    except OSError:
+        return None
+    return None
 
 
 def scan(folder: Path) -> Snapshot:
@@ -174,4 +219,4 @@ def unstable_steps(folder: Path, files: Snapshot, now: float) -> list[str]:
 
 
 __all__ = ["HEARTBEAT_S", "STALE_S", "FollowState", "FollowStates", "FollowedRunStore", "Snapshot", "follow_id",
-           "fresh", "named_file", "scan", "unstable_steps"]
+           "fresh", "named_file", "scan", "source_folder", "unstable_steps"]

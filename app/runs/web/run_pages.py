@@ -33,7 +33,7 @@ from app.runs.views import urls
 from app.runs.views.run_charts import BUCKETS
 from app.runs.views.run_view import BadRunQuery, RunQuery, explorer, resolve
 from app.runs.web import run_follow_pages
-from app.runs.web.run_follow_pages import follow_context
+from app.runs.web.run_follow_pages import follow_context, follow_offer
 from app.stores.uploads import RunRefs
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, StrictQueryRoute
@@ -106,13 +106,14 @@ def read_query(request: Request) -> RunQuery:
 async def run_page(request: Request, run_id: str) -> Response:
     def build():  # in the thread pool: the run's links are database rows, and a long run's view is real work
         view = explorer(run_id, _log(request, run_id), read_query(request), _store(request).recorded(run_id))
-        return view, follow_context(request, run_id)  # a followed run's status (issue 50)
+        follow = follow_context(request, run_id)  # a followed run's status (issue 50)
+        return view, follow, follow_offer(request, run_id, follow)  # or its folder, to follow from here
 
     try:
-        view, follow = await run_in_threadpool(build)
+        view, follow, offer = await run_in_threadpool(build)
     except BadRunQuery as exc:
         return render_error(request, 422, "This view of the run cannot be drawn", str(exc))
-    return render(request, PAGE, PAGE, {"run": view, "follow": follow})
+    return render(request, PAGE, PAGE, {"run": view, "follow": follow, "follow_offer": offer})
 
 
 async def _open_example(request: Request, cat) -> tuple[str, bool]:
