@@ -9,6 +9,10 @@ on Ctrl-C, and `python -m app runs delete` of a followed id deletes its version 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,11 +20,14 @@ from pathlib import Path
 import pytest
 from archive_fixtures import zip_of
 from run_fixtures import entry, state
+from test_run_follow import _lines, _until
 
 from app.runs.domain.run_follow import FollowStates, follow_id
 from app.runs.engine.run_follower import Follower
 from app.runs.engine.run_opening import open_run_dir
 from app.runs.web.run_follow_server import MAX_FOLLOWED
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def document(n: int) -> str:
@@ -155,3 +162,23 @@ def test_the_app_stops_its_followers_when_it_stops(tmp_path, make_client):
         thread = next(iter(client.app.state.run_follows._followed.values())).thread
     assert not thread.is_alive()
     assert FollowStates(data / "runs" / "follow").read(follow_id(tmp_path / "out")).ended
+
+
+def test_the_command_ends_on_sigterm_as_on_ctrl_c(tmp_path):
+    data, out = tmp_path / "data", tmp_path / "out"
+    out.mkdir()
+    (out / "trainer_state.json").write_text(document(2))
+    proc = subprocess.Popen([sys.executable, "-m", "app", "open", str(out), "--follow", "--interval", "0.2"],
+                            cwd=ROOT, env={**os.environ, "DATA_DIR": str(data)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        got = _lines(proc)
+        _until(got, "update 1:")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert _until(got, "stopped following")[-1] == f"stopped following {out} after 1 updates"
+        ended = FollowStates(data / "runs" / "follow").read(follow_id(out))
+        assert ended is not None and ended.ended and ended.steps == 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -4,11 +4,16 @@ Polls the folder's files (sizes and mtimes) every S seconds (1 by default), stor
 id for the folder (domain/run_follow.py says why the id is the folder's), and prints one line per update: the steps,
 the recorded steps and the findings, the new ones named. A file still being written is never said to be refused
 (engine/run_follower.py). The explorer at the printed URL shows each update in place while the follower runs.
-Ctrl-C stops it cleanly (exit 0): the page then says following ended.
+Ctrl-C stops it cleanly (exit 0): the page then says following ended. So does SIGTERM (a service manager's, a
+container's stop), at the end of the look under way: never mid-write.
 """
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from app.domain.uploads import UploadStore
@@ -18,6 +23,20 @@ from app.runs.web.run_pages import store_for
 from app.stores.uploads import StoreUnavailable
 from app.web.kind import Cli
 from app.web.settings import Settings
+
+
+@contextmanager
+def _terminated() -> Iterator[threading.Event]:
+    """An event set on SIGTERM while the follower runs (the main thread's handler only; put back after)."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def follow(path: Path, settings: Settings, uploads: UploadStore, interval: float, settle: float = SETTLE_S) -> int:
@@ -30,9 +49,11 @@ def follow(path: Path, settings: Settings, uploads: UploadStore, interval: float
     print(f"following {path} every {interval:g} s as run {follower.id} (Ctrl-C to stop)")
     print(f"open http://{settings.host}:{settings.port}{urls.run(follower.id)}", flush=True)
     try:
-        follower.run(interval)
+        with _terminated() as terminated:
+            follower.run(interval, terminated.is_set)  # SIGTERM: stops after the look under way, said ended
+        print(f"stopped following {path} after {follower.state.version} updates", flush=True)
     except KeyboardInterrupt:
-        print(f"stopped following {path} after {follower.state.version} updates")
+        print(f"stopped following {path} after {follower.state.version} updates", flush=True)
     except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
