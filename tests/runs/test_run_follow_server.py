@@ -22,6 +22,7 @@ from archive_fixtures import zip_of
 from run_fixtures import entry, state
 from test_run_follow import _lines, _until
 
+from app.__main__ import main as app_main
 from app.runs.domain.run_follow import FollowStates, follow_id
 from app.runs.engine.run_follower import Follower
 from app.runs.engine.run_opening import open_run_dir
@@ -182,3 +183,49 @@ def test_the_command_ends_on_sigterm_as_on_ctrl_c(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_deleting_a_followed_id_deletes_its_version_and_its_state_file(tmp_path, monkeypatch, capsys, make_client):
+    data = tmp_path / "data"
+    monkeypatch.setenv("DATA_DIR", str(data))
+    client = make_client(data_dir=data)
+    out, other = tmp_path / "out", tmp_path / "other"
+    out.mkdir()
+    other.mkdir()
+    app = client.app
+    followers = {}
+    for folder, steps in ((out, 3), (other, 2)):
+        (folder / "trainer_state.json").write_text(document(steps))
+        f = Follower(folder, app.state.run_store, app.state.catalog.uploads, say=lambda _: None, cpu_share=1e6)
+        assert f.poll()
+        followers[folder] = f
+    fid, version = followers[out].id, followers[out].state.run
+    states = data / "runs" / "follow"
+
+    # followed now (a fresh heartbeat): refused, nothing deleted
+    assert app_main(["runs", "delete", fid]) == 2
+    assert "is followed now" in capsys.readouterr().err and (states / f"{fid}.json").exists()
+    for f in followers.values():
+        f.end()
+
+    assert app_main(["runs", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert f"followed as {fid} (following ended, /runs/{fid}) from {out}" in listed
+    assert app_main(["runs", "list", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    row = next(r for r in body["runs"] if r["id"] == version)
+    assert row["followed"] == [{"id": fid, "url": f"/runs/{fid}", "folder": str(out), "version": version,
+                                "following": False}]
+
+    assert client.get(f"/runs/{fid}").status_code == 200
+    assert app_main(["runs", "delete", fid]) == 0
+    said = capsys.readouterr().out
+    assert f"deleted run {version}" in said and f"followed run {fid}: its state file removed" in said
+    assert not (states / f"{fid}.json").exists() and not (data / "runs" / f"{version}.json").exists()
+    assert client.get(f"/runs/{fid}").status_code == 404 and client.get(f"/runs/{version}").status_code == 404
+
+    # deleting a version by its own id removes the state file naming it too
+    o_id, o_version = followers[other].id, followers[other].state.run
+    assert app_main(["runs", "delete", o_version]) == 0
+    assert f"followed run {o_id}" in capsys.readouterr().out
+    assert not list(states.glob("*.json"))  # no state file left for a run that no longer exists

@@ -13,14 +13,21 @@ the job. A log another process keeps in memory is not served once the run is gon
 The read index of the folder it was opened from (DATA_DIR/runs/index: what the readers made of that folder's files,
 counted in no quota) is the folder's, not the run's, and stays: opening the folder again stores the run again.
 With PostgreSQL replicas, another machine's own copy of the file is on its disk: delete there too.
+
+A followed folder's id (domain/run_follow.py: DATA_DIR/runs/follow/<id>.json names the version it stands for) is
+deleted as that version, and its state file goes with it (`delete_with_follows`); deleting a version removes every
+state file that names it too, so no followed id is left pointing at a run that no longer exists. A folder followed now
+(a fresh heartbeat, not ended) is refused (StillFollowed): its follower would store it again at its next look.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.runs.domain.run_follow import FollowState, FollowStates
 from app.runs.domain.run_listing import SIDECARS
 from app.runs.domain.run_store import RUN_ID, RunStore
 
@@ -40,6 +47,15 @@ class DeletedRun:
     files: tuple[str, ...]  # the names removed from the store's folder
     unlinked: dict[int, str]  # recorded step -> its upload's id: the upload stays, its link to the run is gone
     row: bool  # whether a database row went with it
+    followed: tuple[str, ...] = ()  # the followed ids whose state file went with it (domain/run_follow.py)
+
+
+class StillFollowed(Exception):
+    """The run is a folder followed now (or the version one stands for): stop its follower first."""
+
+    def __init__(self, state: FollowState) -> None:
+        self.state = state
+        super().__init__(state.id)
 
 
 def staged(store: RunStore, ident: str) -> Path:
@@ -115,4 +131,43 @@ def delete_run(store: RunStore, ident: str) -> DeletedRun:
     return DeletedRun(ident, freed, tuple(dict.fromkeys(shown)), dict(sorted(unlinked.items())), row)
 
 
-__all__ = ["DeletedRun", "UnknownRun", "delete_run", "deletable"]
+def follow_states(store: RunStore) -> FollowStates:
+    return FollowStates(store.root / "follow")
+
+
+def _pointing(store: RunStore, ident: str) -> tuple[FollowState | None, list[FollowState]]:
+    """The followed id's own state (None when `ident` is a version's id), and every state naming `ident` or the
+    version it stands for."""
+    follows = follow_states(store)
+    own = follows.read(ident) if RUN_ID.match(ident) else None
+    target = own.run if own is not None else ident
+    return own, [s for s in follows.all() if s.id == ident or (target and s.run == target)]
+
+
+def still_followed(store: RunStore, ident: str, now: float) -> FollowState | None:
+    """The follower that would store `ident` again (it follows now): deleting it is refused."""
+    return next((s for s in _pointing(store, ident)[1] if s.following(now)), None)
+
+
+def delete_with_follows(store: RunStore, ident: str, now: float) -> DeletedRun:
+    """`delete_run`, where `ident` may also be a followed folder's id (the version it stands for is deleted), and
+    every follow state naming the deleted version goes too. StillFollowed while a follower runs; UnknownRun when
+    there is nothing of that id."""
+    own, pointing = _pointing(store, ident)
+    if (live := next((s for s in pointing if s.following(now)), None)) is not None:
+        raise StillFollowed(live)
+    target = own.run if own is not None else ident
+    try:
+        if not target:
+            raise UnknownRun(ident)
+        deleted = delete_run(store, target)
+    except UnknownRun:
+        if own is None:
+            raise
+        deleted = DeletedRun(ident, 0, (), {}, False)  # its version gone already: only the state file is left
+    follows = follow_states(store)
+    return dataclasses.replace(deleted, followed=tuple(s.id for s in pointing if follows.remove(s.id)))
+
+
+__all__ = ["DeletedRun", "StillFollowed", "UnknownRun", "delete_run", "delete_with_follows", "deletable",
+           "follow_states", "still_followed"]

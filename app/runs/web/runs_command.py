@@ -6,6 +6,11 @@ its log was read from and where), then how much of the run store's quota is used
 everything the store keeps for it (file, sidecars, row, links, its bytes in the database) and says what was freed;
 its recorded steps stay in the upload store, only their link to the run goes. An id the store does not hold (or no
 id at all, e.g. "../x") is refused with the ids it does hold, and nothing is deleted (exit 2).
+
+Followed folders (`python -m app open RUN_DIR --follow`, or the explorer's "Follow this folder"): `list` says under
+each version the followed id that stands for it and its folder, and any followed id whose version is gone; `delete`
+takes a followed id too (the version it stands for is deleted and its state file removed) and removes the state files
+naming any version it deletes. A folder followed now is refused until its follower stops (exit 2).
 """
 from __future__ import annotations
 
@@ -18,7 +23,16 @@ import time
 from collections.abc import Iterable
 
 from app.domain.uploads import MB
-from app.runs.domain.run_deletion import DeletedRun, UnknownRun, deletable, delete_run
+from app.runs.domain.run_deletion import (
+    DeletedRun,
+    StillFollowed,
+    UnknownRun,
+    deletable,
+    delete_with_follows,
+    follow_states,
+    still_followed,
+)
+from app.runs.domain.run_follow import FollowState
 from app.runs.domain.run_listing import RunEntry, Usage, list_runs, usage
 from app.runs.domain.run_store import RUN_ID, RunStore
 from app.runs.views import urls
@@ -67,11 +81,22 @@ def _steps(e: RunEntry) -> str:
     return f"{len(e.steps)} steps ({e.steps[0]}-{e.steps[-1]})"
 
 
-def entry_line(e: RunEntry) -> str:
+def entry_line(e: RunEntry, followed: Iterable[FollowState] = (), now: float = 0.0) -> str:
     linked = (f"recorded steps linked: {', '.join(map(str, e.recorded))}" if e.recorded else "no recorded step")
     where = f" from {_printable(e.source)}" if e.source else ""
     tail = f"  PROBLEM: {e.problem}" if e.problem else ""
-    return f"{e.id}  {_steps(e)}  {_size(e.bytes)}  {_stamp(e.stored_at)} UTC  {linked}  {e.format}{where}{tail}"
+    lines = [f"{e.id}  {_steps(e)}  {_size(e.bytes)}  {_stamp(e.stored_at)} UTC  {linked}  {e.format}{where}{tail}"]
+    lines.extend(follow_line(s, now) for s in followed)
+    return "\n".join(lines)
+
+
+def follow_line(s: FollowState, now: float) -> str:
+    how = "following now" if s.following(now) else "following ended"
+    return f"  followed as {s.id} ({how}, {urls.run(s.id)}) from {_printable(s.folder)}"
+
+
+def _follow_json(s: FollowState, now: float) -> dict:
+    return {"id": s.id, "url": urls.run(s.id), "folder": s.folder, "version": s.run, "following": s.following(now)}
 
 
 def _usage_json(u: Usage) -> dict:
@@ -91,12 +116,21 @@ def run_list(store: RunStore, as_json: bool, where: str) -> int:
     entries = list_runs(store)
     u = usage(store)
     other = u.used - sum(e.bytes for e in entries)  # *.json in the folder that are no run's (without rows)
+    now, follows = time.time(), follow_states(store).all()
+    ids = {e.id for e in entries}
+    by_run = {e.id: [s for s in follows if s.run == e.id] for e in entries}
+    gone = [s for s in follows if s.run not in ids]  # its version deleted, or none stored yet
     if as_json:
-        print(json.dumps({"store": where, "runs": [_entry_json(e) for e in entries], "usage": _usage_json(u),
-                          "other_bytes": other}))
+        print(json.dumps({"store": where, "runs": [{**_entry_json(e), "followed": [_follow_json(s, now) for s in
+                                                                                    by_run[e.id]]} for e in entries],
+                          "followed_without_run": [_follow_json(s, now) for s in gone],
+                          "usage": _usage_json(u), "other_bytes": other}))
         return 0
     for e in entries:
-        print(entry_line(e))
+        print(entry_line(e, by_run[e.id], now))
+    for s in gone:
+        print(f"followed run {s.id} from {_printable(s.folder)}: no version stored "
+              f"({'following now' if s.following(now) else f'python -m app runs delete {s.id} forgets it'})")
     if not entries:
         print(f"no run stored ({where}); `python -m app open RUN_DIR` stores one")
     if other:
@@ -120,8 +154,14 @@ def _unknown(ids: Iterable[str], known: set[str]) -> str:
 
 def deleted_lines(d: DeletedRun) -> list[str]:
     removed = [*d.files, *(["its database row and links"] if d.row else [])]
+    if not removed and not d.unlinked:  # a followed id whose version was gone already
+        return [f"forgot followed run {', '.join(d.followed)}: its version was gone already; removed its state file"]
     lines = [f"deleted run {d.id}: freed {_size(d.freed)} ({d.freed:,} bytes) of the quota; removed "
              f"{', '.join(removed)}; {urls.run(d.id)} answers 404"]
+    if d.followed:
+        lines.append(f"  it stood for followed run{'s' if len(d.followed) > 1 else ''} {', '.join(d.followed)}: "
+                     f"{'their state files' if len(d.followed) > 1 else 'its state file'} removed, "
+                     f"{', '.join(urls.run(f) for f in d.followed)} answer{'' if len(d.followed) > 1 else 's'} 404")
     if d.unlinked:
         n = len(d.unlinked)
         steps = ", ".join(f"step {s} at {URLS.walkthrough(w)}" for s, w in d.unlinked.items())
@@ -132,17 +172,27 @@ def deleted_lines(d: DeletedRun) -> list[str]:
 
 
 def run_delete(store: RunStore, ids: list[str], as_json: bool) -> int:
-    known = deletable(store)
+    known = deletable(store) | {s.id for s in follow_states(store).all()}
     unknown = [i for i in dict.fromkeys(ids) if i not in known]
     if unknown:
         print(_unknown(unknown, known), file=sys.stderr)
         return 2
+    now = time.time()
+    live = [(i, s) for i in dict.fromkeys(ids) if (s := still_followed(store, i, now)) is not None]
+    if live:
+        for ident, s in live:
+            print(f"error: run {ident}: {_printable(s.folder)} is followed now (as {s.id}); stop its follower "
+                  "first (Ctrl-C, or \"Stop following\" in its explorer), or it stores the run again", file=sys.stderr)
+        print("nothing was deleted", file=sys.stderr)
+        return 2
     done: list[DeletedRun] = []
     for ident in dict.fromkeys(ids):
         try:
-            done.append(delete_run(store, ident))
+            done.append(delete_with_follows(store, ident, now))
         except UnknownRun:  # deleted by another process meanwhile: gone all the same
             print(f"run {ident}: already deleted", file=sys.stderr)
+        except StillFollowed as exc:  # followed since the check above
+            print(f"run {ident}: followed now (as {exc.state.id}): not deleted", file=sys.stderr)
     u = usage(store)
     if as_json:
         print(json.dumps({"deleted": [{**dataclasses.asdict(d), "unlinked": [{"step": s, "upload": w} for s, w in
