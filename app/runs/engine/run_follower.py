@@ -43,9 +43,13 @@ CPU_SHARE = 0.04
 class Follower:
     def __init__(self, folder: Path, runs: RunStore, uploads: Uploads, *, settle: float = SETTLE_S,
                  clock: Callable[[], float] = time.time, say: Callable[[str], None] = print,
-                 cpu_share: float = CPU_SHARE) -> None:
+                 cpu_share: float = CPU_SHARE, cpu_clock: Callable[[], float] = time.process_time) -> None:
+        """`cpu_clock`: what a reading's CPU is measured by; the process's (the command's own process), or in a
+        server that follows (web/run_follow_server.py) the thread's, so the requests it serves meanwhile are not
+        counted as the follower's."""
         self.folder, self.runs, self.uploads = folder, runs, uploads
         self.settle, self.clock, self.say, self.cpu_share = settle, clock, say, cpu_share
+        self.cpu_clock = cpu_clock
         self.states = FollowStates(runs.root / "follow")
         self.id = follow_id(folder)
         old = self.states.read(self.id)
@@ -81,11 +85,11 @@ class Follower:
             self._once(f"waiting for {', '.join(waiting)}/STABLE (prime-rl marks a step once every rank flushed)")
             self._beat(now)
             return False
-        cpu = time.process_time()
+        cpu = self.cpu_clock()
         try:
             return self._open(now, before, files)
         finally:
-            self._next_read = time.monotonic() + (time.process_time() - cpu) / self.cpu_share
+            self._next_read = time.monotonic() + (self.cpu_clock() - cpu) / self.cpu_share
 
     def _open(self, now: float, before: Snapshot, files: Snapshot) -> bool:
         try:

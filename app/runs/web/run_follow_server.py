@@ -96,7 +96,8 @@ class ServerFollows:
                                     "stop following one (its explorer's \"Stop following\"), or follow this one "
                                     "from the command line (`python -m app open RUN_DIR --follow`)")
             self.runs.follows.write(self._seed(ident, folder, run_id, state, now))
-            follower = Follower(folder, self.runs, self.uploads, settle=self.settle,
+            # its CPU share measured on its own thread: the server's requests meanwhile are not its cost
+            follower = Follower(folder, self.runs, self.uploads, settle=self.settle, cpu_clock=time.thread_time,
                                 say=lambda line: log.info("following %s: %s", folder, line))
             stop = threading.Event()
             thread = threading.Thread(target=self._run, args=(follower, stop), name=f"follow-{ident}", daemon=True)
