@@ -155,6 +155,18 @@ def test_the_server_follows_at_most_its_cap_and_never_a_folder_followed_already(
         thread.join(10)
 
 
+def test_the_command_refuses_a_folder_the_server_follows(tmp_path, server, monkeypatch, capsys):
+    """Two followers of one folder would store each version twice and delete each other's: the second is refused."""
+    client, data = server
+    run = opened(client, tmp_path / "out")
+    assert client.post(f"/runs/{run}/follow").status_code == 303
+    monkeypatch.setenv("DATA_DIR", str(data))
+    assert app_main(["open", str(tmp_path / "out"), "--follow", "--interval", "0.1"]) == 1
+    err = capsys.readouterr().err
+    assert "is followed already" in err and f"/runs/{follow_id(tmp_path / 'out')}" in err
+    assert client.post(f"/runs/{follow_id(tmp_path / 'out')}/unfollow").status_code == 303
+
+
 def test_the_app_stops_its_followers_when_it_stops(tmp_path, make_client):
     data = tmp_path / "data"
     with make_client(data_dir=data, follow_redirects=False, compute_processes=False, warm_up=False) as client:

@@ -5,18 +5,22 @@ id for the folder (domain/run_follow.py says why the id is the folder's), and pr
 the recorded steps and the findings, the new ones named. A file still being written is never said to be refused
 (engine/run_follower.py). The explorer at the printed URL shows each update in place while the follower runs.
 Ctrl-C stops it cleanly (exit 0): the page then says following ended. So does SIGTERM (a service manager's, a
-container's stop), at the end of the look under way: never mid-write.
+container's stop), at the end of the look under way: never mid-write. A folder followed already (by a server's
+Follow button or another command, its heartbeat fresh) is refused (exit 1): two followers would store every version
+twice and delete each other's.
 """
 from __future__ import annotations
 
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from app.domain.uploads import UploadStore
+from app.runs.domain.run_follow import STALE_S, follow_id
 from app.runs.engine.run_follower import SETTLE_S, Follower
 from app.runs.views import urls
 from app.runs.web.run_pages import store_for
@@ -44,8 +48,17 @@ def follow(path: Path, settings: Settings, uploads: UploadStore, interval: float
         print(f"error: --follow takes a run folder, not a file: {path}", file=sys.stderr)
         uploads.close()
         return 2
-    follower = Follower(path, store_for(settings, uploads.backend), uploads, settle=settle,
-                        say=lambda line: print(line, flush=True))
+    runs = store_for(settings, uploads.backend)
+    ident = follow_id(path)
+    state = runs.follows.read(ident)
+    now = time.time()
+    if state is not None and state.following(now):  # a server's follower, or another command's: never two at once
+        print(f"error: {path} is followed already (its last sign of life {now - state.heartbeat:.0f} s ago): "
+              f"open http://{settings.host}:{settings.port}{urls.run(ident)}. If that follower is gone, this "
+              f"works again once its heartbeat is {STALE_S:.0f} s old.", file=sys.stderr)
+        uploads.close()
+        return 1
+    follower = Follower(path, runs, uploads, settle=settle, say=lambda line: print(line, flush=True))
     print(f"following {path} every {interval:g} s as run {follower.id} (Ctrl-C to stop)")
     print(f"open http://{settings.host}:{settings.port}{urls.run(follower.id)}", flush=True)
     try:
