@@ -1,12 +1,14 @@
 """What each run was configured with, and what differs between runs (issue 50's compare).
 
-The run store keeps a run's trainer_state.json, its recorded steps (uploads) and the numbers derived from its files;
-it does not keep `training_args.bin` (the pickled GRPOConfig; domain/training_args.py reads one as plain fields when a
-caller has it). So a stored run's configuration comes from what is kept, and the page says which:
+The run store keeps a run's trainer_state.json, its recorded steps (uploads), the numbers derived from its files and,
+when its folder had one, its `training_args.bin` read as plain fields (the pickled GRPOConfig, never unpickled as it
+is: domain/training_args.py). So a stored run's configuration comes from what is kept, and the page says which:
 
 - a recorded step's record carries the trainer's own config in TRL's names (`framework_config`: beta, epsilon,
   loss_type, num_generations, …; the recorder copies GRPOConfig's fields), else the app's names (`config`), with the
   framework's version and the model's name;
+- training_args.bin's fields (every GRPOConfig field: beta, epsilon, loss_type, learning_rate, …), for a run that
+  recorded no step the only place its β or ε is written;
 - trainer_state.json's own top-level fields (train_batch_size, max_steps, logging_steps, save_steps, eval_steps,
   num_train_epochs): Trainer copies them from the TrainingArguments.
 
@@ -59,6 +61,13 @@ def from_state(state: Mapping[str, Any]) -> RunConfig:
 
 def from_training_args(args: TrainingArgs) -> RunConfig:
     return RunConfig(dict(args.fields), (f"from training_args.bin ({args.class_name.rsplit('.', 1)[-1]})",))
+
+
+def from_kept(kept: Mapping[str, Any] | None) -> RunConfig:
+    """What the run store kept of the run's training_args.bin when its folder was opened (engine/run_opening.py)."""
+    if not kept or not isinstance(kept.get("fields"), dict):
+        return RunConfig({})
+    return from_training_args(TrainingArgs(str(kept.get("class", "")), dict(kept["fields"])))
 
 
 def merged(*parts: RunConfig) -> RunConfig:
@@ -134,4 +143,4 @@ def shown(value: Any) -> str:
 
 
 __all__ = ["MISSING", "NONE_FOUND", "STATE_FIELDS", "ConfigDiff", "ConfigRow", "RunConfig", "diff", "from_record",
-           "from_state", "from_training_args", "merged", "shown"]
+           "from_kept", "from_state", "from_training_args", "merged", "shown"]

@@ -39,6 +39,16 @@ RECORD_DIRS = ("step-records", "records")
 RECORD_GLOB = "*.grpo-step.json"
 
 
+# transformers' Trainer._save: torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME)), in the output
+# directory and in each checkpoint-N/ (src/transformers/trainer.py at 000945a9)
+TRAINING_ARGS = "training_args.bin"
+
+
+def find_training_args(root: Path, state: Path) -> Path | None:
+    """The training_args.bin beside the trainer_state.json read (a checkpoint's own), else the output directory's."""
+    return next((p for p in (state.parent / TRAINING_ARGS, root / TRAINING_ARGS) if p.is_file()), None)
+
+
 def run_root(path: Path, state: Path) -> Path:
     """The output directory a run's files hang off: `path` when it is one, else the folder of its state
     file, one up when that is a checkpoint-N (TRL's checkpoints sit inside the output directory)."""

@@ -28,6 +28,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.runs.domain.run_dir import STATE, run_root
 from app.runs.domain.run_log import RunLog
@@ -138,6 +139,9 @@ class FollowedRunStore(RunStore):
 
     def derived(self, ident: str) -> dict[int, dict[str, float]]:
         return super().derived(self.resolve(ident))
+
+    def config(self, ident: str) -> dict[str, Any] | None:
+        return super().config(self.resolve(ident))
 
     def stored(self, ident: str) -> bool:
         return super().stored(self.resolve(ident))

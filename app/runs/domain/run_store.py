@@ -13,6 +13,7 @@ upload store under its own id; `<id>.records.json` beside the run maps each reco
 the same directory again with more records adds their links: the map only grows. Numbers derived from the
 run's per-token or per-sample files (token_run.py, trl_completions.py) are kept beside it in `<id>.derived.json`
 (step -> name -> value), joined to the log when it is read; opening again adds steps and names, never drops them.
+The same document keeps the run's configuration as its folder gave it (`config`: training_args.bin's plain fields).
 
 Given the upload store's backend (`refs`: what the server and `python -m app open` pass), the run is also a row
 in the same database, with its sha256 and size, and its links and derived numbers are rows there, not sidecar
@@ -35,7 +36,9 @@ import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
+from app.runs.domain.run_derived import derived_json, merged_steps, merged_text, parsed_config, parsed_derived
 from app.runs.domain.run_log import RunLog, read_trainer_state, with_metrics
 from app.stores.uploads import BlobDamaged, HashCollision, RunRefs, StoreFull
 
@@ -54,20 +57,6 @@ class RunRefused(ValueError):
 
 def run_id(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
-
-
-def _merged(derived: dict[int, dict[str, float]], metrics: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:
-    for step, values in metrics.items():
-        derived[step] = derived.get(step, {}) | values
-    return derived
-
-
-def _derived_json(derived: dict[int, dict[str, float]]) -> str:
-    return json.dumps({str(s): v for s, v in sorted(derived.items())})
-
-
-def _parsed_derived(text: str) -> dict[int, dict[str, float]]:
-    return {int(step): {str(k): float(v) for k, v in values.items()} for step, values in json.loads(text).items()}
 
 
 class RunStore:
@@ -140,9 +129,9 @@ class RunStore:
     def derived(self, ident: str) -> dict[int, dict[str, float]]:
         if self.refs is not None:
             text = self.refs.run_derived(ident) if RUN_ID.match(ident) else None
-            return {} if text is None else _parsed_derived(text)
+            return {} if text is None else parsed_derived(text)
         try:
-            return _parsed_derived(self.derived_path(ident).read_text())
+            return parsed_derived(self.derived_path(ident).read_text())
         except (KeyError, FileNotFoundError):
             return {}
 
@@ -152,18 +141,41 @@ class RunStore:
             if not self._known(ident):
                 raise KeyError(ident)
             if metrics:  # merged under the database's lock: two openings at once lose nothing
-                self.refs.merge_run_derived(ident, lambda old: _derived_json(
-                    _merged({} if old is None else _parsed_derived(old), metrics)))
+                self.refs.merge_run_derived(ident, lambda old: merged_text(old, metrics))
             with self._lock:
                 self._logs.pop(ident, None)  # read again with them
             return
         if not self.path(ident).exists():
             raise KeyError(ident)
         with self._lock:
-            merged = _merged(self.derived(ident), metrics)
-            if merged:
-                self._write(self.derived_path(ident), _derived_json(merged).encode())
+            if metrics:
+                self._write(self.derived_path(ident), merged_text(self._derived_text(ident), metrics).encode())
             self._logs.pop(ident, None)  # read again with them
+
+    def _derived_text(self, ident: str) -> str | None:
+        if self.refs is not None:
+            return self.refs.run_derived(ident) if RUN_ID.match(ident) else None
+        try:
+            return self.derived_path(ident).read_text()
+        except (KeyError, FileNotFoundError):
+            return None
+
+    def config(self, ident: str) -> dict[str, Any] | None:
+        """The configuration kept for a stored run (set_config), or None."""
+        return parsed_config(self._derived_text(ident))
+
+    def set_config(self, ident: str, config: dict[str, Any]) -> None:
+        """Keep a run's configuration (plain JSON data: the fields of its training_args.bin and where they came
+        from) beside its derived numbers; a newer one replaces it."""
+        if self.refs is not None:
+            if not self._known(ident):
+                raise KeyError(ident)
+            self.refs.merge_run_derived(ident, lambda old: merged_text(old, {}, config))
+            return
+        if not self.path(ident).exists():
+            raise KeyError(ident)
+        with self._lock:
+            self._write(self.derived_path(ident), merged_text(self._derived_text(ident), {}, config).encode())
 
     def _write(self, target: Path, raw: bytes) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -245,9 +257,10 @@ class RunStore:
         except FileNotFoundError:
             pass
         try:
-            old = _parsed_derived(self.derived_path(ident).read_text())
-            self.refs.merge_run_derived(ident, lambda text: _derived_json(
-                _merged(old, {} if text is None else _parsed_derived(text))))  # newer rows win
+            sidecar = self.derived_path(ident).read_text()
+            old, kept = parsed_derived(sidecar), parsed_config(sidecar)
+            self.refs.merge_run_derived(ident, lambda text: derived_json(  # newer rows win
+                merged_steps(old, {} if text is None else parsed_derived(text)), parsed_config(text) or kept))
         except FileNotFoundError:
             pass
         return True

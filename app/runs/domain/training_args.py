@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_PICKLE = 4 * 1024 * 1024  # a GRPOConfig pickles to about 10 KB
+MAX_FILE = 16 * 1024 * 1024  # the whole file as read from a run's folder (its pickle and any storages)
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C  # torch.serialization.MAGIC_NUMBER, the pre-1.6 format's first pickle
 Plain = None | bool | int | float | str | list[Any] | dict[str, Any]
 

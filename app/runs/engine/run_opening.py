@@ -31,6 +31,7 @@ from app.runs.domain.run_dir import (
     completion_files,
     find_step_records,
     find_trainer_state,
+    find_training_args,
     nothing_to_open,
     run_root,
 )
@@ -38,6 +39,7 @@ from app.runs.domain.run_index import ReadIndex, fingerprint, step_keys
 from app.runs.domain.run_store import RunStore
 from app.runs.domain.slime_samples import rollout_dump_files
 from app.runs.domain.token_exports import find_token_exports
+from app.runs.domain.training_args import MAX_FILE, TrainingArgsRefused, read_training_args
 from app.runs.domain.trl_completions import CompletionsRead, read_completions_dir
 from app.runs.domain.unipo_run import is_unipo_file, unipo_files
 from app.runs.domain.verl_rollouts import read_rollouts_dir, rollout_files
@@ -162,12 +164,28 @@ def open_run_dir(path: Path, runs: RunStore, uploads: Uploads, index: ReadIndex 
     assert log is not None
     refused: list[tuple[str, str]] = list(read.tokens.refused)  # the token reader names files in full already
     refused.extend((str(root / where), why) for where, why in (*read.samples.refused, *read.rollouts.refused))
+    if (args := find_training_args(root, state)) is not None:
+        refused.extend(_keep_training_args(args, ident, runs))
     linked, refused_records = store_record_files(find_step_records(root), uploads, on_record)
     refused.extend(refused_records)
     recorded = runs.link_records(ident, {r.step: r.entry.id for r in linked}) if linked else runs.recorded(ident)
     return OpenedRun(ident, created, str(state), log, tuple(linked), recorded, tuple(refused),
                      read.tokens if read.tokens.files else None, read.samples if read.samples.files else None,
                      read.indexed, read.rollouts if read.rollouts.files else None)
+
+
+def _keep_training_args(path: Path, ident: str, runs: RunStore) -> list[tuple[str, str]]:
+    """A TRL run's only config, its pickled GRPOConfig, read as plain fields (never unpickled as it is) and kept with
+    the run, so compare can say what differs between runs that recorded no step. [(path, why)] when refused."""
+    try:
+        if path.stat().st_size > MAX_FILE:
+            raise TrainingArgsRefused(f"{path.stat().st_size:,} bytes: a GRPOConfig saves to about 10 KB, at most "
+                                      f"{MAX_FILE:,} read")
+        args = read_training_args(path.read_bytes())
+    except (TrainingArgsRefused, OSError) as exc:
+        return [(str(path), f"not read as a training config: {exc}")]
+    runs.set_config(ident, {"class": args.class_name, "file": path.name, "fields": args.fields})
+    return []
 
 
 def _open_records_alone(path: Path, records: tuple[Path, ...], runs: RunStore, uploads: Uploads,

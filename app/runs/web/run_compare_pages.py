@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from app.kinds.step_record.domain.record import StepRecord
-from app.runs.domain.run_config import RunConfig, from_record, from_state, merged
+from app.runs.domain.run_config import RunConfig, from_kept, from_record, from_state, merged
 from app.runs.domain.run_log import RunLog
 from app.runs.domain.run_store import RUN_ID, RunStore
 from app.runs.views.run_compare import RunCompare, compare
@@ -112,7 +112,8 @@ def _state_fields(store: RunStore, ident: str) -> dict[str, Any]:
 
 
 def run_config(store: RunStore, cat, ident: str) -> RunConfig:
-    """The run's config: its first recorded step's record (the trainer's own config), then trainer_state.json's."""
+    """The run's config: its first recorded step's record (the trainer's own config), then its training_args.bin's
+    fields as kept when its folder was opened, then trainer_state.json's."""
     parts = []
     for step, walkthrough in sorted(store.recorded(ident).items()):
         try:
@@ -124,6 +125,7 @@ def run_config(store: RunStore, cat, ident: str) -> RunConfig:
             parts.append(from_record(step, r.run.framework, r.run.framework_version, r.run.model, r.framework_config,
                                      r.config.model_dump()))
             break
+    parts.append(from_kept(store.config(ident)))
     parts.append(from_state(_state_fields(store, ident)))
     return merged(*parts)
 
