@@ -88,3 +88,13 @@ def test_a_hostile_training_args_is_refused_by_name_and_runs_nothing(client, tmp
     err = capsys.readouterr().err
     assert f"{folder / 'training_args.bin'}: not read as a training config" in err
     assert not target.exists() and os.listdir(tmp_path).count("pwned") == 0
+
+
+def test_an_uploaded_folder_keeps_its_training_args_too(client, tmp_path):
+    from compare_fixtures import zipped
+
+    folder = write_folder(tmp_path / "run", 0, FakeGRPOConfig(beta=0.2, loss_type="bnpo"))
+    r = client.post("/api/runs", content=zipped(folder), headers={"content-type": "application/zip"})
+    assert r.status_code == 201, r.text
+    kept = client.app.state.run_store.config(r.json()["id"])
+    assert kept is not None and kept["fields"]["beta"] == 0.2 and kept["fields"]["loss_type"] == "bnpo"
