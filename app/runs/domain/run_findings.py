@@ -33,39 +33,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from app.runs.domain.finding import TIED_NAMES, Finding, num, pct
 from app.runs.domain.run_log import RunLog
+from app.runs.domain.token_findings import TOKEN_RULES
 
 TIED_SHARE = 0.5
 TRUNCATED_SHARE = 0.2
 SPIKE_FACTOR, SPIKE_WINDOW, SPIKE_FLOOR = 5.0, 10, 1e-3
 FALL_SHARE = 0.5
 CLIP_NAMES = ("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_fraction")
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    sentence: str
-    steps: tuple[int, ...]  # the steps it points at (a link each)
-    numbers: dict[str, float] = field(default_factory=dict)
-    metrics: tuple[str, ...] = ()  # the logged metrics it reads, whose charts mark its steps
-
-
-def _pct(x: float) -> str:
-    """Whole percents, except where rounding would say 0 % or 100 % of a share that is neither (99.7 %)."""
-    whole = f"{100 * x:.0f}"
-    if whole in ("0", "100") and 0 < x < 1:
-        for digits in range(1, 7):
-            text = f"{100 * x:.{digits}f}"
-            if float(text) not in (0.0, 100.0):
-                return f"{text} %"
-    return f"{whole} %"
-
-
-def _num(x: float) -> str:
-    return f"{x:.3g}"
 
 
 def _clip_series(log: RunLog) -> tuple[str, list[tuple[int, float]]] | None:
@@ -94,7 +71,6 @@ def clip_never(log: RunLog) -> list[Finding]:
         tuple(n for n in CLIP_NAMES if n in log.metrics))]
 
 
-TIED_NAMES = ("frac_reward_zero_std", "samples/tied_group_share")  # TRL's logged share, else verl's dumps' (derived)
 
 
 def tied_groups(log: RunLog) -> list[Finding]:
@@ -107,10 +83,10 @@ def tied_groups(log: RunLog) -> list[Finding]:
         return []
     worst = max(over, key=lambda p: p[1])
     return [Finding("tied_groups", (
-        f"At step {worst[0]}, {_pct(worst[1])} of the groups had every reward equal ({name}): "
+        f"At step {worst[0]}, {pct(worst[1])} of the groups had every reward equal ({name}): "
         f"their advantages are 0 and they give no gradient. {len(over)} of {len(points)} "
         f"{'logged ' if name == TIED_NAMES[0] else ''}steps had at "
-        f"least {_pct(TIED_SHARE)} of their groups tied."), (worst[0],),
+        f"least {pct(TIED_SHARE)} of their groups tied."), (worst[0],),
         {"worst_step": worst[0], "worst_share": worst[1], "steps_over": len(over)}, (name,))]
 
 
@@ -154,9 +130,9 @@ def truncated(log: RunLog) -> list[Finding]:
         return []
     worst = max(over, key=lambda p: p[1])
     return [Finding("truncated", (
-        f"At step {worst[0]}, {_pct(worst[1])} of the completions hit max_completion_length "
+        f"At step {worst[0]}, {pct(worst[1])} of the completions hit max_completion_length "
         f"(completions/clipped_ratio): cut before their end-of-sequence token. {len(over)} logged steps had at "
-        f"least {_pct(TRUNCATED_SHARE)}."), (worst[0],), {"worst_step": worst[0], "worst_share": worst[1]},
+        f"least {pct(TRUNCATED_SHARE)}."), (worst[0],), {"worst_step": worst[0], "worst_share": worst[1]},
         ("completions/clipped_ratio",))]
 
 
@@ -179,8 +155,8 @@ def kl_spike(log: RunLog) -> list[Finding]:
     for step, value, median in spikes:
         times = f"{value / median:.1f} ×" if median > 0 else "far above"
         out.append(Finding("kl_spike", (
-            f"KL spiked at step {step}: {_num(value)}, {times} the median of the {SPIKE_WINDOW} logged steps before "
-            f"the spike ({_num(median)})."), (step,), {"step": step, "kl": value, "median_before": median},
+            f"KL spiked at step {step}: {num(value)}, {times} the median of the {SPIKE_WINDOW} logged steps before "
+            f"the spike ({num(median)})."), (step,), {"step": step, "kl": value, "median_before": median},
             ("kl",)))
     return out
 
@@ -203,7 +179,7 @@ def entropy_fall(log: RunLog) -> list[Finding]:
         return []
     share, a, va, b, vb = best
     return [Finding("entropy_fall", (
-        f"Entropy fell {_pct(share)} between steps {a} and {b} ({_num(va)} → {_num(vb)}): the policy grew sure of "
+        f"Entropy fell {pct(share)} between steps {a} and {b} ({num(va)} → {num(vb)}): the policy grew sure of "
         "its tokens; a collapse this large often comes before rewards stop improving."), (a, b),
         {"from_step": a, "to_step": b, "share": share}, ("entropy",))]
 
@@ -227,8 +203,6 @@ RULES: tuple[Callable[[RunLog], list[Finding]], ...] = (
 
 def findings(log: RunLog) -> list[Finding]:
     """Every rule's findings, in RULES' order (the ones that stop training first), then the per-token rules'."""
-    from app.runs.domain.token_findings import TOKEN_RULES  # it builds on this module's Finding
-
     return [f for rule in (*RULES, *TOKEN_RULES) for f in rule(log)]
 
 

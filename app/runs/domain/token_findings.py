@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from app.runs.domain.run_findings import TIED_NAMES, Finding, _num, _pct
+from app.runs.domain.finding import TIED_NAMES, Finding, num, pct
 from app.runs.domain.run_log import RunLog
 from app.runs.domain.token_stats import IS_GRAD_METRIC, IS_THRESHOLD
 
@@ -47,12 +47,12 @@ def mismatch_band(log: RunLog) -> list[Finding]:
         return []
     step = max(over, key=lambda s: over[s])
     p99 = _at(log, "tokens/mismatch_abs_p99").get(step)
-    tail = f"; the 99th percentile of |log π_trainer − log π_rollout| there was {_num(p99)} nats" if p99 else ""
+    tail = f"; the 99th percentile of |log π_trainer − log π_rollout| there was {num(p99)} nats" if p99 else ""
     return [Finding("mismatch_band", (
-        f"At step {step}, {_pct(over[step])} of the trained tokens had a train/inference ratio π_trainer/π_rollout "
+        f"At step {step}, {pct(over[step])} of the trained tokens had a train/inference ratio π_trainer/π_rollout "
         f"outside [{1 / IS_THRESHOLD:g}, {IS_THRESHOLD:g}] (masked tokens excluded){tail}. A truncated or masked "
         f"importance-sampling correction acts on those tokens; without one their gradient is off-policy by that "
-        f"factor. {len(over)} of {len(share)} steps had at least {_pct(BAND_SHARE)} outside."), (step,),
+        f"factor. {len(over)} of {len(share)} steps had at least {pct(BAND_SHARE)} outside."), (step,),
         {"worst_step": step, "worst_share": over[step], "steps_over": len(over)},
         tuple(n for n in ("tokens/outside_is_band", "tokens/mismatch_abs_p99") if n in log.metrics))]
 
@@ -72,7 +72,7 @@ def mask_blind(log: RunLog) -> list[Finding]:
     factor = f"{worst[0]:.0f} ×" if math.isfinite(worst[0]) else "far above"
     return [Finding("mask_blind", (
         f"Counting every token, masked ones too, the train/inference mismatch KL at step {step} would read "
-        f"{_num(blind[step])} nats, {factor} the {_num(aware[step])} of the trained tokens alone: the masked "
+        f"{num(blind[step])} nats, {factor} the {num(aware[step])} of the trained tokens alone: the masked "
         "(prompt, tool) tokens carry no rollout log-prob, so a view that ignores the loss mask shows a mismatch "
         "that is not there. The charts here count trained tokens only."), (step,),
         {"step": step, "mask_blind": blind[step], "mask_aware": aware[step]},
@@ -86,13 +86,13 @@ def low_signal(log: RunLog) -> list[Finding]:
         return []
     step = min(under, key=lambda s: under[s])
     zero, masked = _at(log, "tokens/zero_advantage").get(step), _at(log, "tokens/is_masked").get(step)
-    where = [f"{_pct(zero)} had advantage 0 (their group's rewards were all equal)"] if zero else []
+    where = [f"{pct(zero)} had advantage 0 (their group's rewards were all equal)"] if zero else []
     if masked:
-        where.append(f"{_pct(masked)} were dropped by the trainer's importance-sampling mask")
+        where.append(f"{pct(masked)} were dropped by the trainer's importance-sampling mask")
     return [Finding("low_signal", (
-        f"At step {step} only {_pct(under[step])} of the trained tokens carried gradient"
+        f"At step {step} only {pct(under[step])} of the trained tokens carried gradient"
         + (f": {' and '.join(where)}." if where else ".")
-        + f" {len(under)} of {len(carry)} steps were under {_pct(SIGNAL_SHARE)}."), (step,),
+        + f" {len(under)} of {len(carry)} steps were under {pct(SIGNAL_SHARE)}."), (step,),
         {"worst_step": step, "worst_share": under[step], "steps_under": len(under)},
         tuple(n for n in ("tokens/carry_gradient", "tokens/zero_advantage", "tokens/is_masked") if n in log.metrics))]
 
@@ -105,7 +105,7 @@ def ties_uncounted(log: RunLog) -> list[Finding]:
         return []
     step = max(blind, key=lambda s: (blind[s], -s))
     return [Finding("ties_uncounted", (
-        f"At step {step}, {_pct(blind[step])} of the trained tokens carry advantage 0; this run's files have no "
+        f"At step {step}, {pct(blind[step])} of the trained tokens carry advantage 0; this run's files have no "
         "group ids (prime-rl's token export has none, nor rewards; slime's train dumps have none, its rollout_data/ "
         "dumps have them), so tied groups cannot be counted: those tokens are a tied group's (every reward equal) "
         "or a response's that scored exactly its group's mean. "
@@ -121,15 +121,15 @@ def gradient_masked(log: RunLog) -> list[Finding]:
     share, step, mode = max(over, key=lambda x: (x[0], -x[1]))
     other = next(m for m in MASKS if m != mode)
     beside = dropped[other].get(step)
-    tail = f"; the {MASKS[other]} mask {_pct(beside)}" if beside is not None else ""
+    tail = f"; the {MASKS[other]} mask {pct(beside)}" if beside is not None else ""
     norm = _at(log, IS_GRAD_METRIC.format(mode=mode, stat="norm_ratio")).get(step)
     cosine = _at(log, IS_GRAD_METRIC.format(mode=mode, stat="cosine")).get(step)
     became = ""
     if norm == 0:
         became = " Nothing of the step's gradient would be left."
     elif norm is not None:
-        became = f" What it keeps would be {_num(norm)} × as long as the uncorrected gradient" + (
-            f", at cosine {_num(cosine)} to it." if cosine is not None else ".")
+        became = f" What it keeps would be {num(norm)} × as long as the uncorrected gradient" + (
+            f", at cosine {num(cosine)} to it." if cosine is not None else ".")
     steps_over = len({s for _, s, _ in over})
     level = ("each token on its own ratio" if mode == "token_mask"
              else "a whole sequence on the product of its token ratios, TRL's sequence_mask")
@@ -137,9 +137,9 @@ def gradient_masked(log: RunLog) -> list[Finding]:
                   for stat in ("dropped_share", "norm_ratio", "cosine"))
     return [Finding("gradient_masked", (
         f"At step {step}, a {MASKS[mode]} importance-sampling mask at [{1 / IS_THRESHOLD:g}, {IS_THRESHOLD:g}] "
-        f"({level}) would drop {_pct(share)} of the uncorrected gradient (its Σ|∂loss/∂log π| over trained "
+        f"({level}) would drop {pct(share)} of the uncorrected gradient (its Σ|∂loss/∂log π| over trained "
         f"tokens, recomputed){tail}.{became} {steps_over} of "
-        f"{len(set().union(*dropped.values()))} steps had a mask drop at least {_pct(DROP_SHARE)}."), (step,),
+        f"{len(set().union(*dropped.values()))} steps had a mask drop at least {pct(DROP_SHARE)}."), (step,),
         {"worst_step": step, "worst_share": share, "steps_over": steps_over},
         tuple(n for n in names if n in log.metrics))]
 
