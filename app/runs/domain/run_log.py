@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.json_path import render_loc
@@ -47,11 +47,24 @@ class RunLog:
     summary: dict[str, float]  # the closing entry's numbers (train_runtime, train_loss, ...); {} when absent
     global_step: int | None  # the trainer's own count, when the file has it
     logging_steps: int | None
+    # Derived values kept with the log (it never changes once read): a 10,000-step run's page asks for each
+    # metric's series several times and its findings once per view; built once here, not per request. Not part
+    # of the log's identity (compare=False), and not copied by dataclasses.replace (init=False).
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def series(self, name: str) -> tuple[tuple[int, float], ...]:
         """(step, value) where `name` was logged, in step order."""
-        values = self.metrics[name]
-        return tuple((s, v) for s, v in zip(self.steps, values, strict=True) if v is not None)
+        return self.memo(("series", name), lambda: tuple(
+            (s, v) for s, v in zip(self.steps, self.metrics[name], strict=True) if v is not None))
+
+    def memo(self, key: Any, make: Any) -> Any:
+        """`make()`, computed once per log and key (a value derived from the log alone: the log is immutable).
+        Two threads may both compute it the first time; either result is the same."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     @property
     def names(self) -> tuple[str, ...]:

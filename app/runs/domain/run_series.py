@@ -10,8 +10,10 @@ full resolution of a zoomed range.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from operator import itemgetter
+
+import numpy as np
 
 Point = tuple[int, float]  # (step, value)
 
@@ -24,24 +26,29 @@ def downsample(points: Sequence[Point], buckets: int) -> list[Point]:
     n = len(points)
     if n <= 4 * buckets:
         return list(points)
-    keep: set[int] = set()
-    for b in range(buckets):
-        lo, hi = b * n // buckets, (b + 1) * n // buckets
-        if lo >= hi:
-            continue
-        finite = [i for i in range(lo, hi) if math.isfinite(points[i][1])]
-        keep.update((lo, hi - 1))
-        keep.update(i for i in range(lo, hi) if not math.isfinite(points[i][1]))
-        if finite:
-            keep.add(min(finite, key=lambda i: points[i][1]))
-            keep.add(max(finite, key=lambda i: points[i][1]))
-    return [points[i] for i in sorted(keep)]
+    # numpy, not a Python loop over every point: a 10,000-step run's page cuts ~20 metrics per view (issue 50).
+    # Bucket b is points[b * n // buckets : (b + 1) * n // buckets], never empty here (n > 4 × buckets).
+    values = np.fromiter(map(itemgetter(1), points), dtype=np.float64, count=n)
+    finite = np.isfinite(values)
+    starts = np.arange(buckets) * n // buckets
+    ends = np.append(starts[1:], n)
+    bucket = np.repeat(np.arange(buckets), ends - starts)
+    keep = ~finite  # every non-finite point
+    keep[starts] = keep[ends - 1] = True  # every bucket's first and last
+    # each bucket's lowest and highest finite point, the first of equals as min()/max() take it: lexsort is
+    # stable, so within a bucket equal values stay in step order. A bucket with no finite point is kept whole
+    # already (every point non-finite), so the point picked there changes nothing.
+    keep[np.lexsort((np.where(finite, values, np.inf), bucket))[starts]] = True
+    keep[np.lexsort((np.where(finite, -values, np.inf), bucket))[starts]] = True
+    return [points[i] for i in np.flatnonzero(keep).tolist()]
 
 
 def window(points: Sequence[Point], first: int, last: int) -> list[Point]:
     """The points with first ≤ step ≤ last, every one (a zoomed chart's full resolution)."""
     if first > last:
         raise ValueError(f"an empty window: steps {first} to {last}")
+    if points and first <= points[0][0] and points[-1][0] <= last:  # the whole run (the first view): no scan
+        return list(points)
     return [p for p in points if first <= p[0] <= last]
 
 

@@ -226,7 +226,10 @@ def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] 
     derived = tuple(f"{prefix}… from {source}" for prefix, source in DERIVED.items()
                     if any(n.startswith(prefix) for n in log.names))
     only_derived = bool(log.names) and all(n.startswith(tuple(DERIVED)) for n in log.names)
-    lr = length_reward(log, first, last)
+    # the whole run's relation is the first view's, asked on every visit: once per log (a zoom's is computed per
+    # request, so that a log does not keep one per window anyone asked for)
+    lr = log.memo("length_reward", lambda: length_reward(log, first, last)) if not zoomed else \
+        length_reward(log, first, last)
     return RunExplorer(
         run_id=run_id, title=f"A GRPO run: {len(log.steps)} {'' if only_derived else 'logged '}steps",
         facts=_facts(log), derived=derived, only_derived=only_derived,

@@ -1,0 +1,54 @@
+"""What the run explorer's speed-ups (issue 50) must not change: the numpy M4 cut keeps exactly the points the
+per-point rule keeps (ties to the first, every non-finite point), and a log's memoised series and findings are the
+ones computed afresh."""
+from __future__ import annotations
+
+import math
+import random
+
+from run_fixtures import entry, state
+
+from app.runs.domain.run_findings import findings
+from app.runs.domain.run_log import read_trainer_state
+from app.runs.domain.run_series import downsample
+
+
+def reference(points, buckets):
+    """M4 point by point, as run_series.py did it before numpy."""
+    n = len(points)
+    if n <= 4 * buckets:
+        return list(points)
+    keep: set[int] = set()
+    for b in range(buckets):
+        lo, hi = b * n // buckets, (b + 1) * n // buckets
+        finite = [i for i in range(lo, hi) if math.isfinite(points[i][1])]
+        keep.update((lo, hi - 1))
+        keep.update(i for i in range(lo, hi) if not math.isfinite(points[i][1]))
+        if finite:
+            keep.add(min(finite, key=lambda i: points[i][1]))
+            keep.add(max(finite, key=lambda i: points[i][1]))
+    return [points[i] for i in sorted(keep)]
+
+
+def test_the_numpy_cut_keeps_the_points_the_per_point_rule_keeps():
+    rng = random.Random(50)
+    pool = [0.0, -0.0, 1.0, 1.0, math.nan, math.inf, -math.inf]  # ties, signed zeros, every non-finite kind
+    for trial in range(120):
+        n, buckets = rng.choice([601, 1000, 1234, 10_000]), rng.choice([1, 7, 150])
+        points = [(s, rng.choice(pool) if rng.random() < 0.3 else rng.gauss(0, 1)) for s in range(n)]
+        if trial % 10 == 0:
+            points = [(s, math.nan) for s in range(n)]  # buckets with no finite point
+        got, want = downsample(points, buckets), reference(points, buckets)
+        assert [s for s, _ in got] == [s for s, _ in want], trial
+        assert all(a is b for a, b in zip(got, want, strict=True))  # the very points, -0.0 and NaN included
+
+
+def test_a_logs_series_and_findings_are_computed_once_and_unchanged():
+    log = read_trainer_state(state([entry(s, loss=0.0 if s > 5 else 0.1) for s in range(1, 41)]))
+    assert log.series("loss") is log.series("loss")
+    assert log.series("loss") == tuple((s, 0.0 if s > 5 else 0.1) for s in range(1, 41))
+    first = findings(log)
+    first.clear()  # a caller's list is its own
+    again = findings(log)
+    assert again and again == findings(read_trainer_state(state([entry(s, loss=0.0 if s > 5 else 0.1)
+                                                                 for s in range(1, 41)])))
