@@ -35,6 +35,10 @@ SMOL_STEP_RSS_LIMIT_MB = 5.5 * 1024  # that step process's peak RSS (issue 48: �
 SMOL_PAGE_LIMIT_MS = 300.0  # a finished step page's response (the slowest of the six first GETs)
 # issue 34: "memory stays bounded while reading": our bound, the token reader's RSS growth over a 1 GB directory
 RUN_READ_GROWTH_LIMIT_MB = 256.0
+# issue 50: the run explorer of a 10,000-step run (its HTML, warm), 4 such runs compared, a followed run's CPU share
+RUN_HTML_LIMIT_MS = 150.0
+COMPARE_LIMIT_MS = 400.0
+FOLLOW_CPU_LIMIT_PCT = 5.0
 SMOL_RUN_LIMIT_S = 600.0  # issue 33: an R1-Zero run of at least 20 steps on the CPU "within 10 minutes"
 # issue 47: the first minute (phases/first_minute.py): every first page after /readyz, with the default runs computing
 FIRST_PAGE_LIMIT_MS = 1000.0
@@ -87,7 +91,11 @@ FIGURES = (
     "run_open_cold_s", "run_open_warm_s", "run_open_cold_rss_mb", "run_open_warm_rss_mb",
     "run_read_tokens_s", "run_read_tokens_rss_mb", "run_read_tokens_rss_growth_mb",
     "run_page_cold_ms", "run_page_warm_ms", "run_page_zoom_ms", "run_page_bytes", "run_page_gzip_bytes",
-    "run_api_cold_ms", "run_api_warm_ms", "run_api_bytes",
+    "run_api_cold_ms", "run_api_warm_ms", "run_api_bytes", "run_html_cold_ms", "run_html_warm_ms",
+    # comparing runs and following one (issue 50): bench/phases/compare_follow.py
+    "compare_runs", "compare_logged_steps", "compare_cold_ms", "compare_warm_ms", "compare_gzip_bytes",
+    "explorer_view_model_ms", "follow_start_steps", "follow_seconds", "follow_cpu_s", "follow_cpu_pct",
+    "follow_steps_written", "follow_updates", "follow_caught_up_s",
     # the real model (issue 33): bench/phases/smollm.py
     "smol_group_size", "smol_new_tokens", "smol_blocks", "smol_step_torch_threads",
     "smol_load_cold_s", "smol_load_cached_s", "smol_step_s", "smol_step_peak_rss_mb",
@@ -106,7 +114,8 @@ FIGURES = (
 TARGETS = ("cached_vs_healthz", "fragment_vs_healthz", "uncached_latency", "first_load", "dcl",
            "startup", "step_growth", "process_growth", "token_step",
            *(f"path_{p}" for p in TINY_LM_PATHS), "tiny_lm_page", "overload_healthz", "overload_page",
-           "run_read_memory", "smol_step", "smol_step_rss", "smol_page", "smol_run", "first_page", "first_page_ratio",
+           "run_read_memory", "run_html", "compare", "follow_cpu",
+           "smol_step", "smol_step_rss", "smol_page", "smol_run", "first_page", "first_page_ratio",
            "first_smol")
 
 
@@ -159,6 +168,16 @@ def evaluate(f: dict) -> list[dict]:
         lambda: target("run_read_memory", f"token reader over {f['run_token_bytes'] / 2**20:.0f} MiB of prime-rl "
                        "exports, RSS growth after imports", f["run_read_tokens_rss_growth_mb"], "<=",
                        RUN_READ_GROWTH_LIMIT_MB, f"≤ {RUN_READ_GROWTH_LIMIT_MB:.0f} (ours)", "MB"),
+        # issue 50: the explorer of the run above, four such runs compared, a run followed
+        lambda: target("run_html", f"run explorer of {fmt(int(f['run_logged_steps']))} logged steps: GET /runs/<id>, "
+                       "HTML to the last byte, warm median", f["run_html_warm_ms"], "<=", RUN_HTML_LIMIT_MS,
+                       f"≤ {RUN_HTML_LIMIT_MS:.0f}", "ms"),
+        lambda: target("compare", f"compare of {int(f['compare_runs'])} × {fmt(int(f['compare_logged_steps']))}-step "
+                       "runs: GET /runs/compare, warm median", f["compare_warm_ms"], "<=", COMPARE_LIMIT_MS,
+                       f"≤ {COMPARE_LIMIT_MS:.0f}", "ms"),
+        lambda: target("follow_cpu", f"following a run logging 1 step/s from {fmt(int(f['follow_start_steps']))} "
+                       f"steps, {f['follow_seconds']:.0f} s: the follower's CPU, share of one core",
+                       f["follow_cpu_pct"], "<=", FOLLOW_CPU_LIMIT_PCT, f"≤ {FOLLOW_CPU_LIMIT_PCT:g}", "%"),
         # the real model (issue 33)
         lambda: target("smol_step", f"SmolLM2 live step {_smol_step(f)}, first after the load, wall", f["smol_step_s"],
                        "<=", SMOL_STEP_LIMIT_S, f"≤ {SMOL_STEP_LIMIT_S:.0f}", "s"),
@@ -361,6 +380,19 @@ def _run_rows(f: dict, info, t_row) -> list:
         lambda: info("GET /api/runs/<id>: cold / warm, size",
                      f"{f['run_api_cold_ms']:.0f} / {f['run_api_warm_ms']:.1f} ms, "
                      f"{fmt(f['run_api_bytes'], 'bytes')} B", ""),
+        # issue 50: phases/run.py (the HTML) and phases/compare_follow.py
+        lambda: info("run explorer HTML alone, GET /runs/<id>: first (after the API's parse)",
+                     f["run_html_cold_ms"], "ms"),
+        t_row("run_html"),
+        lambda: info(f"run explorer view model alone (explorer(), in-process), "
+                     f"{fmt(int(f['compare_logged_steps']))} steps, warm", f["explorer_view_model_ms"], "ms"),
+        lambda: info("compare: first request / HTML gzip", f"{f['compare_cold_ms']:.0f} ms / "
+                     f"{fmt(f['compare_gzip_bytes'], 'bytes')} B", ""),
+        t_row("compare"),
+        t_row("follow_cpu"),
+        lambda: info("following: CPU / updates in the window / last step stored after the last write",
+                     f"{f['follow_cpu_s']:.2f} s / {int(f['follow_updates'])} / "
+                     + ("never" if math.isnan(f["follow_caught_up_s"]) else f"{f['follow_caught_up_s']:.1f} s"), ""),
     ]
 
 

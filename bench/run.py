@@ -25,9 +25,12 @@ G = 4096 tensors while /healthz and a viewed page are timed), then record (issue
 4,096-token step record uploaded and its five step pages opened, against an app of its own over a
 temporary DATA_DIR), then run (issue 34: a run directory of 10,000 logged steps, 20 recorded G 16 x 4,096
 steps and ~1 GB of prime-rl token exports, opened cold and warm by `python -m app open`, peak RSS, the token
-reader alone, the explorer's first view, weight and JSON), then smollm (issue 33: the real model's checkpoint
-load and one live step, each in a fresh process, its six finished step pages against an app of its own, and its
-graph's layout).
+reader alone, the explorer's first view, weight and JSON, and since issue 50 its HTML alone, warm: target <= 150 ms),
+then compare_follow (issue 50: four 10,000-step runs whose configs differ a little compared by
+GET /runs/compare, warm target <= 400 ms; explorer()'s time alone; and `python -m app open RUN_DIR --follow` while a
+writer adds one logged step a second, its CPU time over the window as a share of one core, target <= 5 %), then
+smollm (issue 33: the real model's checkpoint load and one live step, each in a fresh process, its six finished step
+pages against an app of its own, and its graph's layout).
 http needs engine (it takes step samples next to its wrk runs), so selecting
 http selects engine.
 """
@@ -53,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # loads this file by its path and uses them from here.
 from bench.common import ACCEPT_ENCODING, ROOT, log, machine_facts, server
 from bench.phases.browser import browser_phase
+from bench.phases.compare_follow import compare_follow_phase
 from bench.phases.engine import engine_phase
 from bench.phases.first_minute import first_minute_phase
 from bench.phases.http import http_phase
@@ -78,7 +82,7 @@ from bench.wrk import parse_wrk
 __all__ = ["FIGURES", "PHASES", "TARGETS", "evaluate", "main", "parse_args", "parse_wrk", "select_phases"]
 
 PHASES = ("startup", "engine", "http", "page_weight", "browser", "token_step", "paths", "tiny_lm_page", "jobs",
-          "overload", "record", "run", "smollm", "first_minute")
+          "overload", "record", "run", "compare_follow", "smollm", "first_minute")
 # run against one app process
 HTTP_PHASES = frozenset({"http", "page_weight", "browser", "tiny_lm_page", "jobs", "overload"})
 
@@ -142,6 +146,7 @@ def parse_args(argv=None):
     args.jobs_scale = 0.02 if smoke else 0.25  # the jobs phase's tiny-LM path (issue 21)
     args.overload_seconds = 3.0 if smoke else 10.0  # 64 clients of G = 4096 tensors (issue 21)
     args.record_loads = 1 if smoke else 5  # warm loads of each step record page (issue 23)
+    args.explorer_requests = 2 if smoke else 7  # warm GETs of the run explorer's HTML (issue 50)
     return args
 
 
@@ -210,6 +215,8 @@ def main(argv=None) -> int:
         record_phase(args, figures, details, log_path)
     if "run" in selected:  # a whole run's directory (~1 GB), opened by fresh processes, its explorer in its own app
         run_phase(args, figures, details, log_path)
+    if "compare_follow" in selected:  # four 10,000-step runs compared, and a run followed as it grows (issue 50)
+        compare_follow_phase(args, figures, details, log_path)
     if "smollm" in selected:  # fresh processes and an app of its own (the real model: GBs, minutes)
         smollm_phase(args, figures, details, log_path)
     if "first_minute" in selected:  # two fresh servers, as `make run` starts them (issue 47): minutes
@@ -251,6 +258,7 @@ def main(argv=None) -> int:
                      "scaling_time": "process CPU time (time.process_time), median",
                      "paths_scale": args.paths_scale, "token_seeds": args.token_seeds,
                      "token_repeats": args.token_repeats, "record_loads": args.record_loads,
+                     "explorer_requests": args.explorer_requests,
                      "first_load_limit_bytes": FIRST_LOAD_LIMIT_BYTES},
         "figures": figures,
         "targets": targets,

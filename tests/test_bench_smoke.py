@@ -131,6 +131,14 @@ def test_smoke_run_writes_every_figure_and_target(tmp_path):
     assert run["open_warm"]["status"] == 0 and run["open_warm"]["indexed"]
     assert run["reader"]["steps"] == run["held"]["token_steps"] > 0 and run["reader"]["refused"] == 0
     assert run["held"]["logged_steps"] == 200 and len(run["held"]["recorded_steps"]) == 2
+    assert run["html"]["cold"][0] == 200 and {h[0] for h in run["html"]["warm"]} == {200}
+    # comparing and following (issue 50): four runs compared, every answer 200; the follower caught up with the
+    # writer's last step and stopped cleanly on Ctrl-C
+    compared = results["details"]["compare_follow"]
+    assert len(compared["ids"]) == 4
+    assert {compared["compare"]["cold"][0], *(w[0] for w in compared["compare"]["warm"])} == {200}
+    follow = compared["follow"]
+    assert follow["last_stored"] == follow["last_written"] and follow["exit"] == 0, follow
     # the real model (issue 33), on the suite's tiny GGUF: a cold load that converts, a cached one that does
     # not, one step, its six finished pages (200 each: first GET, response cache, rendered again), two layouts
     smol = results["details"]["smollm"]

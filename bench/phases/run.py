@@ -21,7 +21,9 @@ Measured, each `open` a fresh process over a fresh DATA_DIR, its peak RSS from o
 - the explorer (`/runs/<id>`) in headless Chromium at 1280×720, fresh context per load: navigation start → the
   first frame with the first chart visible; cold (first request after the app started) and warm (median);
   its HTML raw and gzip; `GET /api/runs/<id>` (every metric's points, M4-cut) cold and warm, and its size;
-  a zoomed window of 100 steps.
+  a zoomed window of 100 steps;
+- the explorer's HTML alone (issue 50: target ≤ 150 ms warm): `GET /runs/<id>` with `Accept-Encoding: gzip, br`,
+  request sent → last byte read, once right after the API's first read (the run parsed), then warm (median).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import HOST, ROOT, get, log, median, server
+from bench.common import ACCEPT_ENCODING, HOST, ROOT, get, log, median, server
 from bench.phases.browser import CHROMIUM_ARGS, visible_watch
 from bench.phases.record import _file, _make_record
 
@@ -177,6 +179,13 @@ def _api(port: int, path: str) -> tuple[int, float, int]:
     return status, (time.perf_counter() - t0) * 1e3, len(body)
 
 
+def _html(port: int, path: str) -> tuple[int, float, int]:
+    """The explorer page as a browser asks for it (gzip, br): status, ms to the last byte, bytes transferred."""
+    t0 = time.perf_counter()
+    status, _h, body = get(port, path, {"Accept-Encoding": ACCEPT_ENCODING}, timeout=120)
+    return status, (time.perf_counter() - t0) * 1e3, len(body)
+
+
 def run_phase(args, figures: dict, details: dict, log_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -208,6 +217,10 @@ def run_phase(args, figures: dict, details: dict, log_path: Path) -> None:
                 (port, _proc), sync_playwright() as pw:
             base = f"http://{HOST}:{port}"
             api_cold = _api(port, api_path)  # the first read of the run in this app: parse + M4 + JSON
+            # issue 50: the explorer's HTML alone, request sent -> last byte read (no response cache on /runs/: each
+            # GET renders); the first after the API's parse, then warm (the target is on their median)
+            html_cold = _html(port, path)
+            html_warm = [_html(port, path) for _ in range(args.explorer_requests)]
             browser = pw.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS, headless=True)
             try:
                 ctx = browser.new_context(viewport=VIEWPORT)
@@ -231,15 +244,17 @@ def run_phase(args, figures: dict, details: dict, log_path: Path) -> None:
             run_page_cold_ms=page_cold["first_view"], run_page_warm_ms=median([p["first_view"] for p in page_warm]),
             run_page_zoom_ms=zoom_view["first_view"],
             run_page_bytes=len(raw), run_page_gzip_bytes=len(gz),
-            run_api_cold_ms=api_cold[1], run_api_warm_ms=median([a[1] for a in api_warm]), run_api_bytes=api_cold[2])
+            run_api_cold_ms=api_cold[1], run_api_warm_ms=median([a[1] for a in api_warm]), run_api_bytes=api_cold[2],
+            run_html_cold_ms=html_cold[1], run_html_warm_ms=median([h[1] for h in html_warm]))
         details["run"] = {"sizes": n, "held": held, "open_cold": cold, "open_warm": warm, "reader": reader,
                           "page_cold": page_cold, "page_warm": page_warm, "zoom": {"path": zoom, **zoom_view},
-                          "api": {"path": api_path, "cold": api_cold, "warm": api_warm}}
+                          "api": {"path": api_path, "cold": api_cold, "warm": api_warm},
+                          "html": {"path": path, "cold": html_cold, "warm": html_warm}}
         problems = []
         if warm["status"] != 0 or not warm["indexed"]:
             problems.append(f"the second open: exit {warm['status']}, indexed {warm['indexed']}")
         statuses = [page_cold["status"], *(p["status"] for p in page_warm), zoom_view["status"], api_cold[0],
-                    *(a[0] for a in api_warm), s_gz, s_raw]
+                    *(a[0] for a in api_warm), s_gz, s_raw, html_cold[0], *(h[0] for h in html_warm)]
         if set(statuses) != {200} or h_gz.get("content-encoding") != "gzip":
             problems.append(f"explorer answers {statuses}, gzip {h_gz.get('content-encoding')}")
         if reader["refused"] or reader["steps"] != held["token_steps"]:
@@ -249,7 +264,7 @@ def run_phase(args, figures: dict, details: dict, log_path: Path) -> None:
         log(f"run: explorer first view cold {page_cold['first_view']:.0f} ms, warm "
             f"{figures['run_page_warm_ms']:.0f} ms, zoom {zoom_view['first_view']:.0f} ms; HTML {len(raw)} B, "
             f"gzip {len(gz)} B; API cold {api_cold[1]:.0f} ms, warm {figures['run_api_warm_ms']:.0f} ms, "
-            f"{api_cold[2]} B")
+            f"{api_cold[2]} B; HTML alone cold {html_cold[1]:.0f} ms, warm {figures['run_html_warm_ms']:.0f} ms")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
