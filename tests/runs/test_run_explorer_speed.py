@@ -1,6 +1,6 @@
 """What the run explorer's speed-ups (issue 50) must not change: the numpy M4 cut keeps exactly the points the
-per-point rule keeps (ties to the first, every non-finite point), and a log's memoised series and findings are the
-ones computed afresh."""
+per-point rule keeps (ties to the first, every non-finite point), a log's memoised series and findings are the
+ones computed afresh, and a kept view is the one explorer() builds for that id, query and recorded steps."""
 from __future__ import annotations
 
 import math
@@ -11,6 +11,7 @@ from run_fixtures import entry, state
 from app.runs.domain.run_findings import findings
 from app.runs.domain.run_log import read_trainer_state
 from app.runs.domain.run_series import downsample
+from app.runs.views.run_view import VIEWS_PER_LOG, RunQuery, cached_explorer, explorer
 
 
 def reference(points, buckets):
@@ -52,3 +53,18 @@ def test_a_logs_series_and_findings_are_computed_once_and_unchanged():
     again = findings(log)
     assert again and again == findings(read_trainer_state(state([entry(s, loss=0.0 if s > 5 else 0.1)
                                                                  for s in range(1, 41)])))
+
+
+def test_a_kept_view_is_explorers_for_the_same_id_query_and_records_and_only_the_last_few_are_kept():
+    log = read_trainer_state(state([entry(s) for s in range(1, 301)]))
+    first = cached_explorer("0123456789abcdef", log, RunQuery(step=7))
+    assert first == explorer("0123456789abcdef", log, RunQuery(step=7))
+    assert cached_explorer("0123456789abcdef", log, RunQuery(step=7)) is first  # warm: not built again
+    linked = cached_explorer("0123456789abcdef", log, RunQuery(step=7), {7: "w1"})  # a record linked since
+    assert linked is not first and linked.selected is not None and linked.selected.record is not None
+    assert cached_explorer("fedcba9876543210", log, RunQuery(step=7)).whole_url != first.whole_url  # another id
+    for step in range(VIEWS_PER_LOG + 1):  # more views than are kept: the oldest goes
+        cached_explorer("0123456789abcdef", log, RunQuery(step=100 + step))
+    assert cached_explorer("0123456789abcdef", log, RunQuery(step=7)) is not first
+    fresh = read_trainer_state(state([entry(s) for s in range(1, 301)]))  # a log read again: its own views
+    assert cached_explorer("0123456789abcdef", fresh, RunQuery(step=7)) is not first

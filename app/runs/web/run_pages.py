@@ -31,7 +31,7 @@ from app.runs.engine.run_opening import open_run_dir
 from app.runs.examples import RUN_DIR
 from app.runs.views import urls
 from app.runs.views.run_charts import BUCKETS
-from app.runs.views.run_view import BadRunQuery, RunQuery, explorer, resolve
+from app.runs.views.run_view import BadRunQuery, RunQuery, cached_explorer, resolve
 from app.runs.web import run_follow_pages
 from app.runs.web.run_follow_pages import follow_context, follow_offer
 from app.stores.uploads import RunRefs
@@ -105,7 +105,7 @@ def read_query(request: Request) -> RunQuery:
 @pages.get("/runs/{run_id}")
 async def run_page(request: Request, run_id: str) -> Response:
     def build():  # in the thread pool: the run's links are database rows, and a long run's view is real work
-        view = explorer(run_id, _log(request, run_id), read_query(request), _store(request).recorded(run_id))
+        view = cached_explorer(run_id, _log(request, run_id), read_query(request), _store(request).recorded(run_id))
         follow = follow_context(request, run_id)  # a followed run's status (issue 50)
         return view, follow, follow_offer(request, run_id, follow)  # or its folder, to follow from here
 
