@@ -68,3 +68,21 @@ def test_a_kept_view_is_explorers_for_the_same_id_query_and_records_and_only_the
     assert cached_explorer("0123456789abcdef", log, RunQuery(step=7)) is not first
     fresh = read_trainer_state(state([entry(s) for s in range(1, 301)]))  # a log read again: its own views
     assert cached_explorer("0123456789abcdef", fresh, RunQuery(step=7)) is not first
+
+
+def test_a_kept_compare_view_is_drawn_again_for_a_log_read_again(make_client, tmp_path):
+    from compare_fixtures import three_runs
+
+    from app.kinds.step_record.web import run_compare_pages
+
+    client = make_client(data_dir=tmp_path)
+    ids = three_runs(client.app, tmp_path / "runs")
+    url = "/runs/compare?" + "&".join(f"run={i}" for i in ids)
+    first = client.get(url)
+    assert first.status_code == 200
+    kept = next(v for (q, _), v in run_compare_pages._VIEWS.items() if q.ids == tuple(ids))
+    assert client.get(url).text == first.text
+    assert next(v for (q, _), v in run_compare_pages._VIEWS.items() if q.ids == tuple(ids)) is kept  # warm: kept
+    client.app.state.run_store._logs.clear()  # the logs read again: new objects, so the view is drawn again
+    assert client.get(url).text == first.text
+    assert next(v for (q, _), v in run_compare_pages._VIEWS.items() if q.ids == tuple(ids)) is not kept
