@@ -384,8 +384,9 @@ def _run_rows(f: dict, info, t_row) -> list:
         lambda: info("run explorer HTML alone, GET /runs/<id>: first (after the API's parse)",
                      f["run_html_cold_ms"], "ms"),
         t_row("run_html"),
-        lambda: info(f"run explorer view model alone (explorer(), in-process), "
-                     f"{fmt(int(f['compare_logged_steps']))} steps, warm", f["explorer_view_model_ms"], "ms"),
+        lambda: info(f"run explorer view model alone (explorer(), uncached, in-process) of a "
+                     f"{fmt(int(f['compare_logged_steps']))}-step trainer_state.json alone, warm",
+                     f["explorer_view_model_ms"], "ms"),
         lambda: info("compare: first request / HTML gzip", f"{f['compare_cold_ms']:.0f} ms / "
                      f"{fmt(f['compare_gzip_bytes'], 'bytes')} B", ""),
         t_row("compare"),
