@@ -73,7 +73,7 @@ def test_a_kept_view_is_explorers_for_the_same_id_query_and_records_and_only_the
 def test_a_kept_compare_view_is_drawn_again_for_a_log_read_again(make_client, tmp_path):
     from compare_fixtures import three_runs
 
-    from app.kinds.step_record.web import run_compare_pages
+    from app.runs.web import run_compare_pages
 
     client = make_client(data_dir=tmp_path)
     ids = three_runs(client.app, tmp_path / "runs")
