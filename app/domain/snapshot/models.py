@@ -18,11 +18,9 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
-    model_validator,
 )
 
 from app.domain.snapshot.fields import Coordinate, Extent, Offset, Zoom, linkable, loads_if_str, one_of
-from app.domain.snapshot.references import ReferenceProblems, cross_reference_problems
 
 FORMAT = "tensorviz.graph"
 SUPPORTED_VERSIONS = {3}
@@ -188,13 +186,6 @@ class Snapshot(_Model):
     _format = field_validator("format")(lambda value: one_of("format", value, {FORMAT}))
     _version = field_validator("version")(
         lambda value: one_of("version", value, SUPPORTED_VERSIONS))
-
-    @model_validator(mode="after")
-    def _cross_references(self) -> Snapshot:
-        problems = cross_reference_problems(self)
-        if problems:
-            raise ReferenceProblems(problems)
-        return self
 
     # -- convenience (cached: a Snapshot is treated as immutable once loaded) --
 

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from app.domain.json_path import render_loc
 from app.domain.snapshot.limits import MAX_DEPTH, MAX_ITEMS, text_depth, value_depth
 from app.domain.snapshot.models import Snapshot
-from app.domain.snapshot.references import ReferenceProblems
+from app.domain.snapshot.references import cross_reference_problems
 from app.domain.snapshot.values import loads, value_problems
 
 MAX_REPORTED = 100  # a file of a million bad numbers gets a readable refusal, not a huge one
@@ -30,9 +30,7 @@ def _flatten(exc: ValidationError) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
         cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, ReferenceProblems):
-            found.extend(cause.problems)
-        elif isinstance(cause, Exception):
+        if isinstance(cause, Exception):
             # Our own validators' messages, without pydantic's "Value error, ".
             found.append(((render_loc(err["loc"]) or "$"), str(cause)))
         else:
@@ -69,10 +67,14 @@ def parse_snapshot(raw: bytes | str | dict, source: str = "<upload>") -> Snapsho
         if isinstance(items, list) and len(items) > limit:
             raise SnapshotError(source, ".".join(keys), f"{len(items)} items exceed the limit of {limit}")
     try:
-        return Snapshot.model_validate(data)
+        snapshot = Snapshot.model_validate(data)
     except ValidationError as exc:
         errors = _flatten(exc)
         raise SnapshotError(source, *errors[0], errors=errors) from None
+    problems = cross_reference_problems(snapshot)  # once every field parsed: ids that name nothing, or contradict
+    if problems:
+        raise SnapshotError(source, *problems[0], errors=problems)
+    return snapshot
 
 
 def load_snapshot(path: pathlib.Path) -> Snapshot:

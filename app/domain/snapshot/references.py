@@ -1,22 +1,12 @@
 """Cross-reference checks: every dangling or contradictory id in a snapshot.
 
-Run by the Snapshot model's validator after the fields parse; each problem
-carries the JSON path of the field that names the bad id.
+Run by parse_snapshot (parsing.py) once the Snapshot model has parsed the fields; each problem carries the JSON path
+of the field that names the bad id. Not a validator of the model: the model knows nothing of this module, so the
+two never import each other.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from app.domain.snapshot.models import Node, Snapshot
-
-
-class ReferenceProblems(ValueError):
-    """Cross-reference problems; pydantic wraps it, parse_snapshot unwraps it."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
+from app.domain.snapshot.models import Node, Snapshot
 
 
 def cross_reference_problems(snap: Snapshot) -> list[tuple[str, str]]:
