@@ -11,7 +11,8 @@ from run_fixtures import entry, state
 from app.runs.domain.run_findings import findings
 from app.runs.domain.run_log import read_trainer_state
 from app.runs.domain.run_series import downsample
-from app.runs.views.run_view import VIEWS_PER_LOG, RunQuery, cached_explorer, explorer
+from app.runs.views.run_view import RunQuery, explorer
+from app.runs.views.run_view_cache import VIEWS_PER_LOG, cached_explorer
 
 
 def reference(points, buckets):

@@ -14,8 +14,6 @@ from __future__ import annotations
 import bisect
 import math
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -242,33 +240,6 @@ def explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] 
         length_reward=length_reward_chart(lr, step_url) if lr is not None else None)
 
 
-VIEWS_PER_LOG = 4  # the views kept per log: the first view, and a few selected steps or zooms a reader went back to
-
-
-def cached_explorer(run_id: str, log: RunLog, q: RunQuery, recorded: Mapping[int, str] | None = None) -> RunExplorer:
-    """`explorer(...)`, kept with the log for the VIEWS_PER_LOG views asked last (issue 50: a warm 10,000-step page
-    in ≤ 150 ms; building its ~45 charts is most of it). The view is a function of the log, which never changes
-    once read (a followed run's new version is a new log), the id (its URLs), the query and the recorded steps,
-    read per request (a record linked later changes the key); so a kept view is the one explorer() would build.
-    A refused query (BadRunQuery) is raised again, never kept."""
-    views: OrderedDict[tuple, RunExplorer] = log.memo("explorer_views", OrderedDict)
-    key = (run_id, q, tuple(sorted((recorded or {}).items())))
-    with _VIEWS_LOCK:
-        view = views.get(key)
-        if view is not None:
-            views.move_to_end(key)
-            return view
-    view = explorer(run_id, log, q, recorded)
-    with _VIEWS_LOCK:
-        views[key] = view
-        while len(views) > VIEWS_PER_LOG:
-            views.popitem(last=False)
-    return view
-
-
-_VIEWS_LOCK = threading.Lock()
-
-
 def _facts(log: RunLog) -> tuple[str, ...]:
     facts = [f"steps {log.steps[0]} to {log.steps[-1]} ({len(log.steps)} logged"
              + (f", every {log.logging_steps}" if log.logging_steps else "") + ")",
@@ -310,6 +281,6 @@ def _either_side(records: tuple[RecordedStep, ...], step: int) -> tuple[Recorded
     return tuple(([before[-1]] if before else []) + ([after[0]] if after else []))
 
 
-__all__ = ["REWARD_FUNC", "VIEWS_PER_LOG", "ZOOM_SPAN", "BadRunQuery", "ChartGroup",
-           "RecordedStep", "RunExplorer", "RunQuery", "cached_explorer", "explorer", "nearest_step", "resolve",
+__all__ = ["REWARD_FUNC", "ZOOM_SPAN", "BadRunQuery", "ChartGroup",
+           "RecordedStep", "RunExplorer", "RunQuery", "explorer", "nearest_step", "resolve",
            "smooth_param"]

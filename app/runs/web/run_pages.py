@@ -31,7 +31,8 @@ from app.runs.engine.run_opening import open_run_dir
 from app.runs.examples import RUN_DIR
 from app.runs.views import urls
 from app.runs.views.run_charts import BUCKETS
-from app.runs.views.run_view import BadRunQuery, RunQuery, cached_explorer, resolve
+from app.runs.views.run_view import BadRunQuery, RunQuery, resolve
+from app.runs.views.run_view_cache import cached_explorer
 from app.runs.web import run_follow_pages
 from app.runs.web.run_follow_pages import follow_context, follow_offer
 from app.stores.uploads import RunRefs
