@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 WALKTHROUGH = "toy_grpo"
 STEP = "clip"
-TENSORS = f"/api/walkthroughs/{WALKTHROUGH}/tensors?step={STEP}"
+TENSORS = f"/api/walkthroughs/{WALKTHROUGH}/step?step={STEP}"
 STEP_PAGE = f"/walkthroughs/{WALKTHROUGH}/steps/{STEP}"
 ACCEPT_ENCODING = "gzip, br"  # what a browser offers; every wrk run sends it
 # Sizes the engine is scaled over: group size G, and the multiplier of a path's iterations.

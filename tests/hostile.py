@@ -72,10 +72,10 @@ def serve(client: TestClient, snapshots: dict[str, Snapshot]) -> None:
 
 def served_urls(wid: str, snap: Snapshot) -> list[str]:
     """Everything a browser or client can ask about one snapshot."""
-    urls = [f"/api/walkthroughs/{wid}", f"/api/walkthroughs/{wid}/tensors", f"/walkthroughs/{wid}"]
+    urls = [f"/api/walkthroughs/{wid}", f"/api/walkthroughs/{wid}/step", f"/walkthroughs/{wid}"]
     for step in snap.steps:
         s = quote(step.id, safe="")
-        urls += [f"/walkthroughs/{wid}/steps/{s}", f"/api/walkthroughs/{wid}/tensors?step={quote(step.id)}"]
+        urls += [f"/walkthroughs/{wid}/steps/{s}", f"/api/walkthroughs/{wid}/step?step={quote(step.id)}"]
     modules = ",".join(m.node_id for m in snap.modules)
     first = quote(snap.steps[0].id, safe="")
     urls.append(f"/walkthroughs/{wid}/steps/{first}?expanded={quote(modules)}")

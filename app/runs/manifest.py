@@ -1,5 +1,5 @@
 """The runs as the house registers them: a Kind's manifest with no step page (runs match no snapshot; their
-pages are their own routes), its routes, store and commands, its templates, static files and upload help, and
+pages are their own routes, named in ROUTERS), its store and commands, its templates, static files and upload help, and
 where a recorded step sits in its run (`part_of`, asked by the step-record kind's page)."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from app.runs.web import (
     run_cli,
     run_compare_pages,
     run_diff_pages,
+    run_follow_pages,
     run_pages,
     run_upload,
     runs_command,
@@ -38,8 +39,14 @@ def part_of(request: Request, walkthrough_id: str) -> PartOf | None:
 
 
 HERE = Path(__file__).resolve().parent
+# Its routes, in this order: runs compared before the explorer (whose /runs/{id} would take /runs/compare), a
+# followed run's status (polled by its explorer), the explorer and its JSON, two recorded steps compared, a run
+# sent from the browser as one archive
+ROUTERS = (run_compare_pages.pages, run_compare_pages.api, run_follow_pages.router, run_pages.pages, run_pages.api,
+           run_diff_pages.pages, run_diff_pages.api, run_upload.pages, run_upload.api)
 
 RUNS = Kind(id=RUNS_ID, title="Whole training runs: every logged metric, followed, compared", install=install,
             templates=HERE / "templates", static=HERE / "static", stylesheets=("runs.css",),
             upload_help="run_explorer/upload_help.html", part_of=part_of,
-            commands={"open": open_command.main, "findings": run_cli.main, "runs": runs_command.main})
+            commands={"open": open_command.main, "findings": run_cli.main, "runs": runs_command.main},
+            routers=ROUTERS)

@@ -51,6 +51,12 @@ def conventions_query(conventions: Conventions, prefix: str = COMPARE_PREFIX) ->
     return out
 
 
+# The addresses the house owns for every kind (app/web/routes/kind_routes.py), as path templates
+STEP_API = "/api/walkthroughs/{walkthrough_id}/step"  # the step's JSON
+PATHS_API = "/api/walkthroughs/{walkthrough_id}/paths/{path}"  # a training path's run (JSON)
+PATHS_PANEL = "/walkthroughs/{walkthrough_id}/paths/{path}"  # a training path's box on the page (HTML)
+
+
 class Urls:
     def home(self) -> str:
         return "/"
@@ -66,6 +72,15 @@ class Urls:
 
     def step(self, walkthrough_id: str, step_id: str, query: Mapping[str, str] | None = None) -> str:
         return with_query(f"{self.walkthrough(walkthrough_id)}/steps/{segment(step_id)}", query)
+
+    def step_api(self, walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
+        return with_query(STEP_API.format(walkthrough_id=segment(walkthrough_id)), query)
+
+    def paths_api(self, walkthrough_id: str, path: str, query: Mapping[str, str] | None = None) -> str:
+        return with_query(PATHS_API.format(walkthrough_id=segment(walkthrough_id), path=segment(path)), query)
+
+    def paths_panel(self, walkthrough_id: str, path: str, query: Mapping[str, str] | None = None) -> str:
+        return with_query(PATHS_PANEL.format(walkthrough_id=segment(walkthrough_id), path=segment(path)), query)
 
     def api_docs(self) -> str:
         return "/docs"

@@ -25,7 +25,7 @@ from app.web.middleware.head import HeadMiddleware
 from app.web.middleware.response_cache import ResponseCacheMiddleware
 from app.web.middleware.security import SecurityHeadersMiddleware
 from app.web.rendering import add_static_dir, add_template_dirs
-from app.web.routes import docs, health, pages, walkthroughs_api
+from app.web.routes import docs, health, kind_routes, pages, walkthroughs_api
 from app.web.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger("app")
@@ -169,8 +169,9 @@ def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSe
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(health.router)
     app.include_router(walkthroughs_api.router)
-    for kind in kind_registry.kinds:  # a kind's routes first: they are more specific than the house's
+    for kind in kind_registry.kinds:  # a kind's state and handlers first: its routes may read them
         kind.install(app)
+    kind_routes.install(app, kind_registry)  # the addresses every kind fills, and the kinds' own routes
     from app.web.jobs.setup import install_default_runs, install_jobs
     install_jobs(app, settings)
     if settings.default_runs:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import Response
 
 from app.domain.catalog import Catalog, CatalogEntry, Featured, Reader
@@ -81,6 +81,25 @@ class DefaultRun(NamedTuple):
 
 
 @dataclass(frozen=True)
+class KindRoute:
+    """A kind's handler for an address the house owns (Kind.step_api, Kind.paths_panel): an ordinary FastAPI
+    endpoint (its parameters, dependencies and validation are the kind's) that the house's one route runs for
+    walkthroughs of this kind (app/web/routes/kind_routes.py). `strict`: an unknown query parameter is a 422,
+    the JSON API's rule; `responses` documents its answers as a route's would."""
+    endpoint: Callable[..., Any]
+    methods: tuple[str, ...] = ("GET",)
+    responses: Mapping[int | str, dict[str, Any]] = field(default_factory=dict)
+    strict: bool = True
+
+
+class Moved(NamedTuple):
+    """An address a kind served before the house owned it: answered 308 to `new` (the same path parameters,
+    the query kept), for every method."""
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
 class Kind:
     id: str  # stored on catalog entries; never in a URL
     title: str  # what it is, for people
@@ -88,7 +107,7 @@ class Kind:
     # (app/runs: whole training runs) matches none and has no step page.
     matches: Callable[[Snapshot], bool] = lambda snapshot: False
     step_page: Callable[[StepRequest], Response] | None = None  # runs on the compute executor (a cache miss computes)
-    install: Callable[[FastAPI], None] = lambda app: None  # routers, handlers, app.state
+    install: Callable[[FastAPI], None] = lambda app: None  # handlers, app.state (routes: the fields below)
     templates: Path | None = None  # holds templates/<kind id>/…, names the kind's screen uses
     # Served at /static/<kind id>/…; its stylesheets (names relative to it) load on every page, after
     # the shared ones (a page may be a fragment swapped into another kind's page, so they are global).
@@ -132,6 +151,15 @@ class Kind:
     # (request, walkthrough id) -> the links for its step panel, or None. Asked of every kind by the
     # page of any kind's step (`KindRegistry.part_of`), so a kind that links to another names none.
     part_of: Callable[[Request, str], PartOf | None] | None = None
+    # Its handlers for the addresses the house owns (app/web/routes/kind_routes.py): the step's JSON at
+    # /api/walkthroughs/{walkthrough_id}/step, and its training paths' box (an HTML fragment the page polls
+    # and posts its Run to) at /walkthroughs/{walkthrough_id}/paths/{path}.
+    step_api: tuple[KindRoute, ...] = ()
+    paths_panel: tuple[KindRoute, ...] = ()
+    # Routes only this kind has (its page has something no other has): named here, included by the house.
+    routers: tuple[APIRouter, ...] = ()
+    # Its old addresses, answered 308 to the house's
+    moved: tuple[Moved, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ FIRST_PAGES = {  # name -> URL, in a newcomer's order
     "upload": "/walkthroughs/new",
 }
 RUN_EXAMPLE = "/runs/examples/trl"
-SMOL_STEP_API = "/api/walkthroughs/smollm_grpo/smollm-step"
+SMOL_STEP_API = "/api/walkthroughs/smollm_grpo/step"
 READY_TIMEOUT_S = 300.0
 SMOL_TIMEOUT_S = 900.0
 RESOLUTION_MS = 5.0  # the ratios' floor: below this a difference is the loopback's jitter, not the server's
@@ -97,7 +97,7 @@ def _one_server(args, default_runs: bool, log_path: Path) -> dict:
             for name, url in FIRST_PAGES.items():
                 warm[name] = statistics.median(_timed(port, url)[0] for _ in range(5))
             warm["run_example"] = statistics.median(_run_example(port)[0] for _ in range(5))
-            uncached = [_timed(port, f"/api/walkthroughs/toy_grpo/tensors?step=clip&seed={1000 + i}")[0]
+            uncached = [_timed(port, f"/api/walkthroughs/toy_grpo/step?step=clip&seed={1000 + i}")[0]
                         for i in range(8)]
             said = ", ".join(f"{k} {v:.0f}" for k, v in first.items())
             log(f"first minute, default runs {mode}: first pages {said} ms")

@@ -1,6 +1,6 @@
 """Overload (issue 21): 64 clients of distinct expensive requests while cheap ones are timed.
 
-The 64 ask `/api/walkthroughs/toy_grpo/tensors?group_size=4096&seed=N`, N new for every request
+The 64 ask `/api/walkthroughs/toy_grpo/step?group_size=4096&seed=N`, N new for every request
 (so every request misses every cache: ~1 MB of JSON each), from this process's event loop, for
 `args.overload_seconds`. A separate poller process (spawned: in this process's loop it would
 time our own decoding of 64 megabyte answers, not the server) times `/healthz` and an already
@@ -20,7 +20,7 @@ import time
 from bench.common import HOST, STEP_PAGE, log
 
 CLIENTS = 64
-EXPENSIVE = "/api/walkthroughs/toy_grpo/tensors?group_size=4096&seed={}"
+EXPENSIVE = "/api/walkthroughs/toy_grpo/step?group_size=4096&seed={}"
 POLL_S = 0.05
 PROBED = ("/healthz", STEP_PAGE)
 

@@ -190,7 +190,7 @@ def _warm_up(port: int, seed: int) -> None:
     t0 = time.perf_counter()
     with ThreadPoolExecutor(slots) as pool:
         for rnd in range(2):
-            paths = [f"/api/walkthroughs/toy_grpo/tensors?step=clip&seed={seed + rnd * slots + i}"
+            paths = [f"/api/walkthroughs/toy_grpo/step?step=clip&seed={seed + rnd * slots + i}"
                      for i in range(slots)]
             statuses = list(pool.map(lambda p: get(port, p, timeout=120)[0], paths))
             if set(statuses) != {200}:

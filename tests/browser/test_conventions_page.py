@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True}
 
 

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 FIELDS = ("seed", "group_size", "clip_epsilon", "beta", "learning_rate", "iteration", "inner_steps",
           "inner_step", "prompt", "advantage_epsilon", "rewards")
 

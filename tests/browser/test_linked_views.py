@@ -32,7 +32,7 @@ def unfold(page) -> None:
 
 
 def samples(page) -> list[dict]:
-    r = page.request.get("/api/walkthroughs/toy_grpo/tensors", params={"step": "clip"})
+    r = page.request.get("/api/walkthroughs/toy_grpo/step", params={"step": "clip"})
     assert r.ok, r.text()
     return r.json()["samples"]
 

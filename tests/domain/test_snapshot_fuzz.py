@@ -196,7 +196,7 @@ def test_huge_node_arrays_are_refused_before_model_validation(client, monkeypatc
     small = parse_snapshot(json.dumps(doc))
     assert validated == [1]  # the spy sees a validation when there is one
     serve(client, {"big": small})
-    assert client.get("/api/walkthroughs/big/tensors").status_code == 409
+    assert client.get("/api/walkthroughs/big/step").status_code == 409
     t0 = time.perf_counter()
     r = client.get("/walkthroughs/big/steps/clip")
     assert r.status_code == 200

@@ -105,7 +105,7 @@ def test_the_app_draws_it_view_only(steps_file, tmp_path, make_client):
     client = make_client(walkthroughs_dir=folder)
     page = BeautifulSoup(client.get("/walkthroughs/tiny/steps/mlp").text, "html.parser")
     assert [n["data-node-id"] for n in page.select(".graph .node.selected")] == ["relu@block.mlp#0"]
-    assert client.get("/api/walkthroughs/tiny/tensors").status_code == 409  # no runnable model matches it
+    assert client.get("/api/walkthroughs/tiny/step").status_code == 409  # no runnable model matches it
 
 
 def test_steps_naming_what_the_trace_lacks_are_refused(tmp_path):

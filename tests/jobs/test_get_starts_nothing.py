@@ -17,7 +17,7 @@ READS = [
     "/walkthroughs/toy_grpo/steps/clip?process=r1&seed=5",
     "/walkthroughs/toy_grpo/steps/advantages?process=r1-zero&stage=rl&seed=6",
     "/api/walkthroughs/toy_grpo/paths/r1?seed=7",
-    "/api/walkthroughs/toy_grpo/tensors?process=r1&stage=cold-start&seed=3",
+    "/api/walkthroughs/toy_grpo/step?process=r1&stage=cold-start&seed=3",
     "/api/processes/compare?seed=9&iterations_scale=8",
     "/api/processes/distillation?seed=9",
     "/walkthroughs/tiny_lm_grpo/steps/sample?process=r1&seed=4",

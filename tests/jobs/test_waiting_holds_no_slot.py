@@ -17,7 +17,7 @@ from paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
 # real server processes under load: `make test-slower`, alone (serial), after its parallel phase
-TENSORS = "/api/walkthroughs/toy_grpo/tensors?step=clip&seed={}"
+TENSORS = "/api/walkthroughs/toy_grpo/step?step=clip&seed={}"
 
 
 def test_a_page_waiting_for_its_runs_leaves_the_compute_worker_free(tmp_path):

@@ -85,7 +85,7 @@ def test_the_explorer_links_each_recorded_step_to_its_walkthrough(client):
         home = client.get(a["href"])
         assert home.status_code == 303
         record_id = a["href"].split("/")[2]
-        assert client.get(f"/api/walkthroughs/{record_id}/record").json()["checks"]
+        assert client.get(f"/api/walkthroughs/{record_id}/step").json()["checks"]
         steps = client.get(f"/api/walkthroughs/{record_id}").json()
         assert str(step) in json.dumps(steps)  # the record of that step
     kl = page.select_one("figure[data-metric='kl']")

@@ -20,7 +20,7 @@ def test_paths_of_the_app():
     assert URLS.step("toy_grpo", "clip", {"seed": "3", "node": "ratio"}) == \
         "/walkthroughs/toy_grpo/steps/clip?seed=3&node=ratio"
     assert URLS.step("toy_grpo", "clip", {}) == "/walkthroughs/toy_grpo/steps/clip"  # no dangling "?"
-    assert toy_urls.tensors("toy_grpo", {"step": "clip"}) == "/api/walkthroughs/toy_grpo/tensors?step=clip"
+    assert toy_urls.tensors("toy_grpo", {"step": "clip"}) == "/api/walkthroughs/toy_grpo/step?step=clip"
     assert toy_urls.process("r1-zero") == "/api/processes/r1-zero"
     assert URLS.api_docs() == "/docs"
 
@@ -32,7 +32,7 @@ def test_paths_of_the_app():
 def test_every_segment_is_quoted(raw, quoted):
     # ids come from files and uploads: a "/" or "?" in one must not become URL structure
     assert URLS.step(raw, raw) == f"/walkthroughs/{quoted}/steps/{quoted}"
-    assert toy_urls.tensors(raw).startswith(f"/api/walkthroughs/{quoted}/tensors")
+    assert toy_urls.tensors(raw).startswith(f"/api/walkthroughs/{quoted}/step")
 
 
 def test_query_values_are_encoded():

@@ -11,7 +11,7 @@ from app.house import create_app
 from app.web.settings import Settings
 
 SEED = SEED_PATH
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_healthz_and_docs(client):
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/docs").status_code == 200
     spec = client.get("/openapi.json").json()
-    params = {p["name"] for p in spec["paths"]["/api/walkthroughs/{walkthrough_id}/tensors"]["get"]["parameters"]}
+    params = {p["name"] for p in spec["paths"]["/api/walkthroughs/{walkthrough_id}/step"]["get"]["parameters"]}
     assert {"seed", "group_size", "clip_epsilon", "beta", "rewards", "step", "node"} <= params
 
 
@@ -143,7 +143,7 @@ def test_bad_parameters_are_422_naming_the_parameter(client, query, param):
 
 @pytest.mark.parametrize("url, fragment", [
     ("/api/walkthroughs/nope", "unknown walkthrough 'nope'"),
-    ("/api/walkthroughs/nope/tensors", "unknown walkthrough 'nope'"),
+    ("/api/walkthroughs/nope/step", "unknown walkthrough 'nope'"),
     (TENSORS + "?step=nope", "unknown step 'nope'"),
     (TENSORS + "?node=nope", "unknown node 'nope'"),
     ("/api/walkthroughs/broken", "failed to load"),
@@ -156,7 +156,7 @@ def test_unknown_things_are_404(client, url, fragment):
 
 def test_view_only_snapshot_refuses_tensors_cleanly(client):
     assert client.get("/api/walkthroughs/view_only").status_code == 200
-    response = client.get("/api/walkthroughs/view_only/tensors")
+    response = client.get("/api/walkthroughs/view_only/step")
     assert response.status_code == 409
     assert "view-only" in response.json()["error"]
 

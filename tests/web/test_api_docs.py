@@ -21,7 +21,7 @@ from record_factory import make_record
 
 from app.web.schemas.errors import ValidationErrorBody
 
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 SWAGGER = sorted((ROOT / "static" / "vendor").glob("swagger-ui-*"))
 
 
@@ -179,15 +179,13 @@ def test_pages_still_ignore_unknown_parameters(client):
 URLS = {  # every /api operation of the document, as a URL that reaches its handler
     "/api/walkthroughs": "/api/walkthroughs",
     "/api/walkthroughs/{walkthrough_id}": "/api/walkthroughs/toy_grpo",
-    "/api/walkthroughs/{walkthrough_id}/tensors": TENSORS,
     "/api/walkthroughs/{walkthrough_id}/compare": "/api/walkthroughs/toy_grpo/compare",
-    "/api/walkthroughs/{walkthrough_id}/tokens": "/api/walkthroughs/tiny_lm_grpo/tokens",
     "/api/processes": "/api/processes",
     "/api/processes/compare": "/api/processes/compare",
     "/api/processes/{process_id}": "/api/processes/r1",
     "/api/walkthroughs/{walkthrough_id}/paths/{path}": "/api/walkthroughs/toy_grpo/paths/r1",
-    "/api/walkthroughs/{walkthrough_id}/smollm-step": "/api/walkthroughs/smollm_grpo/smollm-step",
 }
+STEP = "/api/walkthroughs/{walkthrough_id}/step"  # one operation, each kind's handler (app/web/routes/kind_routes.py)
 
 
 def test_known_names_are_the_documented_parameters(client, openapi):
@@ -196,7 +194,7 @@ def test_known_names_are_the_documented_parameters(client, openapi):
     posts = {("/api/walkthroughs", "post"), ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "post"),
              ("/api/processes/{process_id}", "post"), ("/api/processes/compare", "post"),  # POSTs start runs
              ("/api/walkthroughs/examples/{name}", "post"),  # and open a shipped example record
-             ("/api/walkthroughs/{walkthrough_id}/smollm-step", "post"),
+             (STEP, "post"),  # the real model's step is a job: POST starts it
              ("/api/runs/examples/trl", "post"),  # and store the shipped example run
              ("/api/runs", "post")}  # or a run sent as one archive
     # a recorded step's routes need a record: one is uploaded (tests/record_factory.py)
@@ -205,14 +203,20 @@ def test_known_names_are_the_documented_parameters(client, openapi):
     run_url = "/api" + client.post("/api/runs/examples/trl").json()["url"]
     urls = {**URLS, "/api/schemas/step-record": "/api/schemas/step-record", "/api/runs/{run_id}": run_url,
             "/api/runs/{run_id}/diff": run_url + "/diff",
-            "/api/runs/compare": "/api/runs/compare",  # the unknown parameter is refused before the runs are checked
-            "/api/walkthroughs/{walkthrough_id}/record": f"/api/walkthroughs/{record_id}/record"}
-    assert {(p, "get") for p in urls} | posts == operations
+            "/api/runs/compare": "/api/runs/compare"}  # the unknown parameter is refused before the runs are checked
+    assert {(p, "get") for p in [*urls, STEP]} | posts == operations
+
+    def documented(path: str) -> list[str]:
+        return sorted(p["name"] for p in openapi["paths"][path]["get"].get("parameters", []) if p["in"] == "query")
+
+    def known(url: str) -> str:
+        return refusal(client.get(url + "?zz_unknown=1"), "zz_unknown").detail[0].message.split("; known: ")[1]
+
     for path, url in urls.items():
-        documented = sorted(p["name"] for p in openapi["paths"][path]["get"].get("parameters", []) if p["in"] == "query")
-        message = refusal(client.get(url + "?zz_unknown=1"), "zz_unknown").detail[0].message
-        listed = message.split("; known: ")[1]
-        assert listed == (", ".join(documented) if documented else "none (this route takes no query parameters)"), path
+        assert known(url) == (", ".join(documented(path)) or "none (this route takes no query parameters)"), path
+    # the one step operation documents every kind's parameters: each kind's are among them, and together all
+    by_kind = [known(STEP.format(walkthrough_id=w)) for w in ("toy_grpo", "tiny_lm_grpo", "smollm_grpo", record_id)]
+    assert set(documented(STEP)) == {name for names in by_kind for name in names.split(", ")}
 
 
 def test_every_api_operation_documents_the_refusal(openapi):

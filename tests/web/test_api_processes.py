@@ -2,7 +2,7 @@
 import pytest
 from runs import start, start_default_runs
 
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 
 
 @pytest.fixture(scope="module")

@@ -35,8 +35,8 @@ from app.web.executor import SlotGate
 pytestmark = [pytest.mark.slower_tier, pytest.mark.serial]
 
 STEP_PAGE = "/walkthroughs/toy_grpo/steps/clip"
-TENSORS = "/api/walkthroughs/toy_grpo/tensors?step=clip&seed=4242"
-HEAVY = "/api/walkthroughs/toy_grpo/tensors?group_size=4096&seed={}"
+TENSORS = "/api/walkthroughs/toy_grpo/step?step=clip&seed=4242"
+HEAVY = "/api/walkthroughs/toy_grpo/step?group_size=4096&seed={}"
 
 
 # -- what crosses the process boundary ------------------------------------------------------
@@ -141,7 +141,7 @@ def test_pages_and_api_answer_through_the_worker_processes(tmp_path, make_client
             assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
             refused = client.get(STEP_PAGE + "?learning_rate=abc")  # the refused form, drawn in a worker
             assert refused.status_code == 422 and "learning_rate" in refused.text
-            tokens = client.get("/api/walkthroughs/tiny_lm_grpo/tokens?seed=5")
+            tokens = client.get("/api/walkthroughs/tiny_lm_grpo/step?seed=5")
             assert tokens.status_code == 200 and tokens.json()["walkthrough"] == "tiny_lm_grpo"
         workers = worker_pids(server.proc.pid)
         assert len(workers) == 2, workers  # COMPUTE_SLOTS worker processes: `python -m app`'s default

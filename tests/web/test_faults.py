@@ -31,7 +31,7 @@ CUDA = torch.cuda.is_available()
 def test_device_cuda_without_cuda_exits_with_a_message(tmp_path):
     if CUDA:  # on a GPU machine the same flag must start and compute on the GPU
         with running_server(tmp_path, "--device", "cuda") as server:
-            assert httpx.get(server.url + "/api/walkthroughs/toy_grpo/tensors").json()["device"] == "cuda"
+            assert httpx.get(server.url + "/api/walkthroughs/toy_grpo/step").json()["device"] == "cuda"
         return
     t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "app", "--device", "cuda", "--port", str(free_port())],
@@ -44,7 +44,7 @@ def test_device_cuda_without_cuda_exits_with_a_message(tmp_path):
 
 def test_device_auto_starts_and_reports_what_it_chose(tmp_path):
     with running_server(tmp_path, "--device", "auto") as server:
-        body = httpx.get(server.url + "/api/walkthroughs/toy_grpo/tensors", timeout=30).json()
+        body = httpx.get(server.url + "/api/walkthroughs/toy_grpo/step", timeout=30).json()
         assert body["device"] == ("cuda" if CUDA else "cpu")
 
 
@@ -78,7 +78,7 @@ def test_corrupt_walkthrough_at_startup_is_listed_and_logged(tmp_path):
         assert items["corrupt"]["error"].startswith("corrupt.json: $: not valid JSON")
         assert items["wrong"]["error"].startswith("wrong.tensorviz.json: version: ")
         assert items["toy_grpo"]["error"] is None
-        assert httpx.get(server.url + "/api/walkthroughs/toy_grpo/tensors?step=clip", timeout=30).status_code == 200
+        assert httpx.get(server.url + "/api/walkthroughs/toy_grpo/step?step=clip", timeout=30).status_code == 200
         assert httpx.get(server.url + "/").status_code == 200
         log = server.log()
         assert "corrupt.json: $: not valid JSON" in log and "wrong.tensorviz.json: version" in log, log[-2000:]
@@ -111,7 +111,7 @@ LEAKS = ("Traceback", "boom", "secret_module", "/work/", ".py", 'File "')
 
 
 @pytest.mark.parametrize("path, kind", [
-    ("/api/walkthroughs/toy_grpo/tensors?seed=4242", "json"),
+    ("/api/walkthroughs/toy_grpo/step?seed=4242", "json"),
     ("/walkthroughs/toy_grpo/steps/clip?seed=4243", "html"),
 ])
 def test_a_crash_is_a_500_without_internals_and_is_logged(crashing_client, caplog, path, kind):
@@ -166,8 +166,8 @@ def client(make_client):
     ("GET", "/no/such/page", {}, 404),
     ("GET", "/walkthroughs/new", {}, 200),
     ("GET", "/api/walkthroughs", {}, 200),
-    ("GET", "/api/walkthroughs/toy_grpo/tensors?step=clip", {}, 200),
-    ("GET", "/api/walkthroughs/toy_grpo/tensors?seed=-1", {}, 422),
+    ("GET", "/api/walkthroughs/toy_grpo/step?step=clip", {}, 200),
+    ("GET", "/api/walkthroughs/toy_grpo/step?seed=-1", {}, 422),
     ("GET", "/api/walkthroughs/nope", {}, 404),
     ("GET", "/api/processes/r1?seed=31", {}, 404),  # a seed no case POSTs: a GET never starts a run, in any order
     ("POST", "/api/processes/r1", {}, 200),

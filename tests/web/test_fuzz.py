@@ -219,12 +219,12 @@ def effective_params(query: list[tuple[str, str]]) -> GRPOParams:
 # -- /api/walkthroughs -----------------------------------------------------------------
 
 @fuzz_settings(400)
-@given(wid=TEXT, suffix=st.sampled_from(["", "/tensors", "/", "/tensors/", "/steps"]), quoted=st.booleans(),
+@given(wid=TEXT, suffix=st.sampled_from(["", "/step", "/", "/step/", "/steps"]), quoted=st.booleans(),
        query=items_for(["step", "node"], max_size=3))
 @example(wid="toy_grpo", suffix="", quoted=True, query=[])
 @example(wid=".", suffix="", quoted=False, query=[])  # CI, stop 40: collapses to /api/walkthroughs
 @example(wid="../walkthroughs/toy_grpo.tensorviz", suffix="", quoted=False, query=[])
-@example(wid="%2e%2e%2fwalkthroughs%2ftoy_grpo.tensorviz", suffix="/tensors", quoted=False, query=[])
+@example(wid="%2e%2e%2fwalkthroughs%2ftoy_grpo.tensorviz", suffix="/step", quoted=False, query=[])
 def test_walkthrough_ids(client, wid, suffix, quoted, query):
     path = raw_path(wid, quoted)
     response = call(client, "GET", f"/api/walkthroughs/{path}{suffix}", route="walkthrough ids", params=query)
@@ -246,7 +246,7 @@ def test_walkthrough_list(client):
     assert response.status_code == 200 and any(w["id"] == "toy_grpo" for w in response.json())
 
 
-# -- /api/walkthroughs/{id}/tensors ------------------------------------------------------
+# -- /api/walkthroughs/{id}/step ------------------------------------------------------
 
 @fuzz_settings(1600)
 @given(query=TENSOR_QUERY)
@@ -262,7 +262,7 @@ def test_walkthrough_list(client):
 @example(query=[("stage", STAGE_IDS[0])])
 @example(query=[("learning_rate", "10"), ("beta", "10"), ("iteration", "50"), ("inner_steps", "16")])
 def test_tensors_parameters(client, query):
-    response = call(client, "GET", "/api/walkthroughs/toy_grpo/tensors", route="tensors", params=query)
+    response = call(client, "GET", "/api/walkthroughs/toy_grpo/step", route="tensors", params=query)
     check_api_error(response, {k for k, _ in query})
     if response.status_code == 200:  # numbers only: JSON has no NaN, and the app must never send one
         body = response.json()
@@ -273,7 +273,7 @@ def test_tensors_parameters(client, query):
 
 # -- known cases, kept as plain tests so each failure says what it is ----------------------------
 
-@pytest.mark.parametrize("path", ["/api/walkthroughs/toy_grpo/tensors", "/walkthroughs/toy_grpo/steps/clip"])
+@pytest.mark.parametrize("path", ["/api/walkthroughs/toy_grpo/step", "/walkthroughs/toy_grpo/steps/clip"])
 @pytest.mark.parametrize("rewards", ["1", ",".join(["1"] * 4097), "x"])
 def test_rewards_alone_refusal_names_rewards(client, path, rewards):
     """G follows `rewards` when only rewards is sent: a refusal must then name rewards, not group_size."""
@@ -301,7 +301,7 @@ def test_canonical_redirect_keeps_the_requested_values(client, query):
 def test_tensors_raw_percent_encoding(client, raw):
     # Bytes that are not UTF-8 once percent-decoded, and separators inside values.
     query = "&".join(f"{k}={''.join(f'%{b:02X}' for b in v)}" for k, v in raw)
-    response = call(client, "GET", f"/api/walkthroughs/toy_grpo/tensors?{query}", route="tensors")
+    response = call(client, "GET", f"/api/walkthroughs/toy_grpo/step?{query}", route="tensors")
     check_api_error(response, {k for k, _ in raw})
 
 
@@ -445,4 +445,4 @@ def test_schemathesis_openapi(openapi_schema):
                 assert "error" in json.loads(response.text)
 
         run()
-    assert {"/api/walkthroughs/{walkthrough_id}/tensors", "/api/processes/compare"} <= set(ran)
+    assert {"/api/walkthroughs/{walkthrough_id}/step", "/api/processes/compare"} <= set(ran)

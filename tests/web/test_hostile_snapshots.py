@@ -58,7 +58,7 @@ def test_unknown_ops_are_accepted_view_only(client):
     snap = parse_snapshot(doc)
     serve(client, {"ops": snap})
     assert client.get("/api/walkthroughs").json()[0]["runnable"] is False
-    assert client.get("/api/walkthroughs/ops/tensors").status_code == 409
+    assert client.get("/api/walkthroughs/ops/step").status_code == 409
     assert client.get("/walkthroughs/ops/steps/clip?node=mystery").status_code == 200
     assert_servable(client, snap, "ops")
 
@@ -69,7 +69,7 @@ def test_an_unknown_op_on_a_known_node_makes_it_view_only(client):
     doc = mutate(SEED, ("document", "semantic", "nodes", 2, "op"), "replace", "torch.nn.Conv2d")
     serve(client, {"conv": parse_snapshot(doc)})
     assert client.get("/api/walkthroughs").json()[0]["runnable"] is False
-    assert client.get("/api/walkthroughs/conv/tensors").status_code == 409
+    assert client.get("/api/walkthroughs/conv/step").status_code == 409
 
 
 def test_path_like_strings_are_never_paths(client, monkeypatch, tmp_path):
@@ -188,7 +188,7 @@ def test_folder_loader_lists_bad_files_with_errors_and_serves_the_good(tmp_path,
         assert items["toy_grpo"]["error"] is None and items["toy_grpo"]["runnable"] is True
         assert items["unknown_ops"]["error"] is None
         assert items["paths"]["error"] is None
-        assert c.get("/api/walkthroughs/toy_grpo/tensors?step=clip").status_code == 200
+        assert c.get("/api/walkthroughs/toy_grpo/step?step=clip").status_code == 200
         assert c.get("/walkthroughs/toy_grpo/steps/clip").status_code == 200
         assert c.get("/").status_code == 200
 
@@ -202,7 +202,7 @@ def test_folder_loader_survives_deep_json_inside_strings(tmp_path, where):
     with TestClient(app, raise_server_exceptions=False) as c:
         items = {w["id"]: w for w in c.get("/api/walkthroughs").json()}
         assert items["deep_string"]["error"].startswith("deep_string.json: ")
-        assert c.get("/api/walkthroughs/toy_grpo/tensors").status_code == 200
+        assert c.get("/api/walkthroughs/toy_grpo/step").status_code == 200
 
 
 # -- odd values: refused by field at upload and at start-up, never a 500 ---------------

@@ -28,7 +28,7 @@ DETERMINISTIC = [
     ("/walkthroughs/new", {}),
     ("/api/walkthroughs", {}),
     ("/api/walkthroughs/toy_grpo", {}),
-    ("/api/walkthroughs/toy_grpo/tensors?step=clip", {}),
+    ("/api/walkthroughs/toy_grpo/step?step=clip", {}),
     ("/api/processes", {}),
     ("/api/processes/r1", {}),
     ("/openapi.json", {}),
@@ -100,8 +100,8 @@ def test_different_requests_get_different_etags_and_the_right_vary(client):
     # the fragment's ETag does not revalidate the page
     assert client.get("/walkthroughs/toy_grpo/steps/clip",
                       headers={"If-None-Match": fragment.headers["etag"]}).status_code == 200
-    one = client.get("/api/walkthroughs/toy_grpo/tensors?step=clip&seed=1")
-    two = client.get("/api/walkthroughs/toy_grpo/tensors?step=clip&seed=2")
+    one = client.get("/api/walkthroughs/toy_grpo/step?step=clip&seed=1")
+    two = client.get("/api/walkthroughs/toy_grpo/step?step=clip&seed=2")
     assert one.headers["etag"] != two.headers["etag"]
     assert not PAGE_VARY & vary(one)  # JSON does not depend on the htmx headers
     assert "HX-Request" not in client.get("/api/walkthroughs").headers.get("vary", "")
@@ -168,7 +168,7 @@ def test_healthz_is_never_stored(client):
     ("GET", "/api/walkthroughs/0123456789abcdef", 404, "no-store"),
     ("GET", "/walkthroughs/0123456789abcdef/steps/clip", 404, "no-store"),
     ("GET", "/walkthroughs/toy_grpo/steps/clip?seed=x", 422, "no-store"),
-    ("GET", "/api/walkthroughs/toy_grpo/tensors?seed=-1", 422, "no-store"),
+    ("GET", "/api/walkthroughs/toy_grpo/step?seed=-1", 422, "no-store"),
     ("DELETE", "/api/walkthroughs", 405, "no-store"),
     ("POST", "/api/walkthroughs", 422, "no-store"),
 ])
@@ -201,7 +201,7 @@ def test_an_upload_is_cacheable_like_the_built_in_walkthroughs(client):
 @pytest.mark.parametrize("url, location", [
     ("/walkthroughs/new/", "/walkthroughs/new"),
     ("/api/walkthroughs/", "/api/walkthroughs"),
-    ("/api/walkthroughs/toy_grpo/tensors/?step=clip", "/api/walkthroughs/toy_grpo/tensors?step=clip"),
+    ("/api/walkthroughs/toy_grpo/step/?step=clip", "/api/walkthroughs/toy_grpo/step?step=clip"),
     ("/docs/", "/docs"),
 ])
 def test_the_trailing_slash_redirect_is_relative(client, url, location):

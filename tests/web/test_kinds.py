@@ -94,7 +94,7 @@ def test_a_kind_registered_in_a_test_is_served_by_the_shared_step_route(tmp_path
     assert page.status_code == 200 and page.text.startswith("throwaway kind: toy_grpo step clip (18 nodes, cpu)")
     assert client.get("/api/throwaway").json() == {"kind": "throwaway"}
     # the toy's own routes are not there: they come with its kind
-    assert client.get("/api/walkthroughs/toy_grpo/tensors").status_code == 404
+    assert client.get("/api/walkthroughs/toy_grpo/step").status_code == 404
     view_only = client.get("/walkthroughs/tiny_lm_grpo/steps/sample")
     assert view_only.status_code == 200
     assert "view-only" in BeautifulSoup(view_only.text, "html.parser").select_one("#inspector").text or \
@@ -123,7 +123,7 @@ def test_concurrent_distinct_tiny_lm_requests_get_prompt_503s_beyond_the_slots(t
     async def burst(base: str) -> list[httpx.Response]:
         async with httpx.AsyncClient(base_url=base, timeout=120,
                                      limits=httpx.Limits(max_connections=64)) as client:
-            return await asyncio.gather(*(client.get(f"/api/walkthroughs/tiny_lm_grpo/tokens?seed={1000 + i}")
+            return await asyncio.gather(*(client.get(f"/api/walkthroughs/tiny_lm_grpo/step?seed={1000 + i}")
                                           for i in range(64)))
 
     with running_server(tmp_path, env=env) as server:

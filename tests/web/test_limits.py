@@ -257,10 +257,10 @@ def test_healthz_answers_while_every_compute_slot_and_the_queue_are_full(tmp_pat
     async def scenario():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60) as client:
-            waiting = asyncio.create_task(client.get("/api/walkthroughs/toy_grpo/tensors?seed=7100"))
+            waiting = asyncio.create_task(client.get("/api/walkthroughs/toy_grpo/step?seed=7100"))
             while LIMITER.waiting < 1:  # the one waiting place taken
                 await asyncio.sleep(0.01)
-            busy = await client.get("/api/walkthroughs/toy_grpo/tensors?seed=7101")
+            busy = await client.get("/api/walkthroughs/toy_grpo/step?seed=7101")
             t0 = time.perf_counter()
             health = await client.get("/healthz")
             health_s = time.perf_counter() - t0

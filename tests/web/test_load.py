@@ -57,13 +57,13 @@ def request_mix():
         step, node = STEPS[i % 4], NODES[i % len(NODES)]
         yield Req("page", f"/walkthroughs/toy_grpo/steps/{step}")
         yield Req("fragment", f"/walkthroughs/toy_grpo/steps/{step}?node={node}", tuple(HX.items()))
-        yield Req("tensors-cached", f"/api/walkthroughs/toy_grpo/tensors?step={step}")
-        yield Req("tensors-uncached", f"/api/walkthroughs/toy_grpo/tensors?step={step}&seed={next(fresh_seed)}")
+        yield Req("tensors-cached", f"/api/walkthroughs/toy_grpo/step?step={step}")
+        yield Req("tensors-uncached", f"/api/walkthroughs/toy_grpo/step?step={step}&seed={next(fresh_seed)}")
         yield Req("fragment", f"/walkthroughs/toy_grpo/steps/clip?beta=0.{i % 8 + 1}", tuple(HX.items()))
         yield Req("process", f"/api/processes/{['r1-zero', 'r1', 'distillation'][i % 3]}?seed={i % 2}")
-        yield Req("tensors-cached", f"/api/walkthroughs/toy_grpo/tensors?node={node}&seed={i % 4}")
+        yield Req("tensors-cached", f"/api/walkthroughs/toy_grpo/step?node={node}&seed={i % 4}")
         if i % 4 == 0:
-            yield Req("4xx", "/api/walkthroughs/toy_grpo/tensors?seed=-1", expect=422)
+            yield Req("4xx", "/api/walkthroughs/toy_grpo/step?seed=-1", expect=422)
             yield Req("4xx", "/api/walkthroughs/nope", expect=404)
         if i % 8 == 0:
             yield Req("compare", f"/api/processes/compare?seed={i % 2}")

@@ -70,7 +70,7 @@ def distinct_requests():
             yield (f"/walkthroughs/toy_grpo/steps/{steps[i % 4]}?node={nodes[(i // 4) % 4]}"
                    f"&beta={i / 100_000:g}&iteration=0&inner_step=0&group_size=2", {"HX-Request": "true"})
         else:
-            yield f"/api/walkthroughs/toy_grpo/tensors?node=input&seed={i}&iteration=0&inner_step=0&group_size=32", {}
+            yield f"/api/walkthroughs/toy_grpo/step?node=input&seed={i}&iteration=0&inner_step=0&group_size=32", {}
 
 
 async def send(base_url: str, requests, n: int, concurrency: int = 16, budget_s: float = 240) -> list[str]:
@@ -123,7 +123,7 @@ def test_result_cache_is_bounded_in_bytes_not_only_in_entries(tmp_path, request)
         with httpx.Client(base_url=server.url, timeout=60) as client:
             def fill(seeds):
                 for seed in seeds:
-                    assert client.get(f"/api/walkthroughs/toy_grpo/tensors?{BIG}&seed={seed}").status_code == 200
+                    assert client.get(f"/api/walkthroughs/toy_grpo/step?{BIG}&seed={seed}").status_code == 200
             fill([0])  # transient buffers of one maximal response
             start = rss_mb(server.proc.pid)
             fill(range(1, warm + 1))

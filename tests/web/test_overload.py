@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
 OVERLOAD_SECONDS = float(os.environ.get("OVERLOAD_SECONDS", "10"))
 CLIENTS = 64
 POLL_S = 0.05
-EXPENSIVE = "/api/walkthroughs/toy_grpo/tensors?group_size=4096&seed={}"
+EXPENSIVE = "/api/walkthroughs/toy_grpo/step?group_size=4096&seed={}"
 CACHED_PAGE = "/walkthroughs/toy_grpo/steps/clip"   # a step page: rendered once, then replayed
 HEALTH_P99_BOUND_S = 2.0  # the Docker HEALTHCHECK allows 4 s; this is a bound, not a target
 

@@ -174,7 +174,7 @@ def test_invalid_parameter_fragment_swaps_only_the_form(client):
 
 def test_inspector_numbers_equal_the_api(client):
     page = soup(client.get("/walkthroughs/toy_grpo/steps/clip?node=python%40clipped%230&seed=5"))
-    api = client.get("/api/walkthroughs/toy_grpo/tensors", params={"step": "clip", "seed": 5}).json()
+    api = client.get("/api/walkthroughs/toy_grpo/step", params={"step": "clip", "seed": 5}).json()
     values = [float(c["data-value"]) for c in page.select('#inspector [data-tensor="values"] .num')]
     grads = [float(c["data-value"]) for c in page.select('#inspector [data-tensor="grad"] .num')]
     assert values == api["nodes"]["python@clipped#0"]["values"]

@@ -45,7 +45,7 @@ def test_a_hit_equals_the_miss_byte_for_byte():
         await app(scope, receive, send)
     cache.app = inner
     client = TestClient(cache)
-    for url, headers in (("/api/walkthroughs/toy_grpo/tensors?step=clip", {}),
+    for url, headers in (("/api/walkthroughs/toy_grpo/step?step=clip", {}),
                          ("/walkthroughs/toy_grpo/steps/clip", {}),
                          ("/walkthroughs/toy_grpo/steps/clip", {"HX-Request": "true"})):
         first, second = client.get(url, headers=headers), client.get(url, headers=headers)
@@ -64,7 +64,7 @@ def test_errors_redirects_and_posts_are_not_cached():
     client = TestClient(cache, follow_redirects=False)
     assert client.get("/walkthroughs/toy_grpo/steps/nope").status_code == 404
     assert client.get("/walkthroughs/toy_grpo/steps/clip?seed=10").status_code == 303
-    assert client.get("/api/walkthroughs/toy_grpo/tensors?beta=-1").status_code == 422
+    assert client.get("/api/walkthroughs/toy_grpo/step?beta=-1").status_code == 422
     assert client.get("/healthz").status_code == 200  # not a cached path
     assert cache.stats()["entries"] == 0
 
@@ -74,12 +74,12 @@ def test_bounded_by_entries_and_bytes():
     cache = ResponseCacheMiddleware(app, max_entries=3, max_bytes=10**9)
     client = TestClient(cache)
     for seed in range(6):
-        client.get(f"/api/walkthroughs/toy_grpo/tensors?seed={seed}")
+        client.get(f"/api/walkthroughs/toy_grpo/step?seed={seed}")
     assert cache.stats()["entries"] == 3
     small = ResponseCacheMiddleware(app, max_entries=100, max_bytes=20_000)
     client = TestClient(small)
     for seed in range(6):
-        client.get(f"/api/walkthroughs/toy_grpo/tensors?seed={seed}")
+        client.get(f"/api/walkthroughs/toy_grpo/step?seed={seed}")
     assert 0 < small.stats()["bytes"] <= 20_000
 
 

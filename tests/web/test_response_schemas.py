@@ -7,6 +7,7 @@ The document itself is checked too: real bodies against its JSON schemas (schema
 from __future__ import annotations
 
 import json
+from typing import Union
 
 import pytest
 import requests
@@ -29,7 +30,8 @@ from app.web.schemas.walkthroughs import UploadBody, WalkthroughItem, Walkthroug
 from app.web.settings import PROJECT_ROOT, Settings
 
 SEED = PROJECT_ROOT / "walkthroughs" / "toy_grpo.tensorviz.json"
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
+STEP = "/api/walkthroughs/{walkthrough_id}/step"  # one operation for every kind (app/web/routes/kind_routes.py)
 COMPARE = "/api/walkthroughs/toy_grpo/compare"
 REF = "#/components/schemas/"
 
@@ -119,7 +121,7 @@ def test_upload(client):
 
 @pytest.mark.parametrize("url, status, model", [
     ("/api/walkthroughs/nope", 404, ErrorBody),
-    ("/api/walkthroughs/nope/tensors", 404, ErrorBody),
+    ("/api/walkthroughs/nope/step", 404, ErrorBody),
     (TENSORS + "?node=nope", 404, ErrorBody),
     (TENSORS + "?process=r1&stage=x", 404, ErrorBody),
     ("/api/processes/nope", 404, ErrorBody),
@@ -148,7 +150,7 @@ def test_view_only_409(client):
     upload = validated(client.post("/api/walkthroughs", files={"file": ("other.json", raw)}), 201, UploadBody)
     assert upload.runnable is False
     validated(client.get(f"/api/walkthroughs/{upload.id}"), 200, WalkthroughSummary)
-    validated(client.get(f"/api/walkthroughs/{upload.id}/tensors"), 409, ErrorBody)
+    validated(client.get(f"/api/walkthroughs/{upload.id}/step"), 409, ErrorBody)
 
 
 def test_busy_503(tmp_path):
@@ -187,7 +189,6 @@ OK = [
     ("/healthz", "get", "200", HealthBody),
     ("/readyz", "get", "200", ReadyBody),
     ("/api/walkthroughs/{walkthrough_id}", "get", "200", WalkthroughSummary),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", "get", "200", TensorsBody),
     ("/api/walkthroughs/{walkthrough_id}/compare", "get", "200", CompareBody),
     ("/api/walkthroughs", "post", "201", UploadBody),
     ("/api/walkthroughs", "post", "200", UploadBody),
@@ -220,25 +221,20 @@ ERRORS = [  # every GET operation of the document, with the error bodies it decl
     ("/api/walkthroughs", {"422": ValidationErrorBody}),  # an unknown query parameter
     ("/api/processes", {"422": ValidationErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}", {"404": ErrorBody, "422": ValidationErrorBody}),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", {"404": NotStartedBody, "409": ErrorBody, "422": ValidationErrorBody,
-                                                    "503": ErrorBody}),
+    # every kind's step: a toy's and the real model's 404 may name the POST that starts the run; a job's 202
+    (STEP, {"202": PathJobBody, "404": (ErrorBody, NotStartedBody), "409": ErrorBody, "422": ValidationErrorBody,
+            "503": ErrorBody}),
     ("/api/walkthroughs/{walkthrough_id}/compare", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
                                                     "503": ErrorBody}),
-    ("/api/walkthroughs/{walkthrough_id}/tokens", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
-                                                   "503": ErrorBody}),
     ("/api/processes/{process_id}", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
     ("/api/schemas/step-record", {"422": ValidationErrorBody}),
     ("/api/runs/{run_id}", {"404": ErrorBody, "422": ValidationErrorBody}),  # the run explorer's JSON
     ("/api/runs/{run_id}/diff", {"404": ErrorBody, "422": ValidationErrorBody, "503": ErrorBody}),  # two steps
     ("/api/runs/compare", {"422": ValidationErrorBody}),  # 2 to 8 runs; an unknown id is a 422 naming `run`
-    ("/api/walkthroughs/{walkthrough_id}/record", {"404": ErrorBody, "409": ErrorBody, "422": ValidationErrorBody,
-                                                   "503": ErrorBody}),
     ("/api/processes/compare", {"404": NotStartedBody, "422": ValidationErrorBody, "503": ErrorBody}),
     # a job: 202 while queued or running, with the same body as its 200
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", {"202": PathJobBody, "404": NotStartedBody, "409": ErrorBody,
                                                          "422": ValidationErrorBody, "503": ErrorBody}),
-    ("/api/walkthroughs/{walkthrough_id}/smollm-step", {"202": PathJobBody, "404": NotStartedBody, "409": ErrorBody,
-                                                        "422": ValidationErrorBody, "503": ErrorBody}),
 ]
 
 
@@ -251,7 +247,9 @@ def test_openapi_error_bodies(openapi, path, errors):
     responses = openapi["paths"][path]["get"]["responses"]
     assert set(responses) == {"200", *errors}
     for status, model in errors.items():
-        assert schema_of(openapi, path, status) == {"$ref": ref(model)}, status
+        expected = ({"$ref": ref(model)} if not isinstance(model, tuple) else
+                    {"anyOf": [{"$ref": ref(m)} for m in model]})
+        assert {k: v for k, v in schema_of(openapi, path, status).items() if k != "title"} == expected, status
     if "503" in errors:
         assert "Retry-After" in responses["503"]["headers"]
 
@@ -279,13 +277,13 @@ DOCUMENTED = [  # (path in the document, URL): GET bodies checked against the do
     ("/api/walkthroughs", "/api/walkthroughs"),
     ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/toy_grpo"),
     ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/nope"),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?step=clip&rewards=1,0,0,1"),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1&stage=cold-start&prompt=5"),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=distillation&stage=curate"),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1-zero"),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?group_size=1"),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?node=nope"),
+    (STEP, TENSORS),
+    (STEP, TENSORS + "?step=clip&rewards=1,0,0,1"),
+    (STEP, TENSORS + "?process=r1&stage=cold-start&prompt=5"),
+    (STEP, TENSORS + "?process=distillation&stage=curate"),
+    (STEP, TENSORS + "?process=r1-zero"),
+    (STEP, TENSORS + "?group_size=1"),
+    (STEP, TENSORS + "?node=nope"),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?step=clip&vs_preset=trl"),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?rewards=1,1,1,1&beta=0&vs_beta=0.04"),
@@ -314,14 +312,23 @@ def test_document_describes_real_bodies(client, openapi, document, path, url):
 
 def test_document_catches_drift(client, document):
     """The check above is not vacuous: the same body with one key more fails it."""
-    sent = client.get(TENSORS + "?node=ratio")
+    sent = client.get(COMPARE + "?node=ratio")
     drifted = schemathesis.Response(
         status_code=200, headers={"content-type": ["application/json"]},
         content=json.dumps({**sent.json(), "extra": 1}).encode(),
         request=requests.Request("GET", str(sent.request.url)).prepare(), elapsed=0.0, verify=True)
-    operation = document["/api/walkthroughs/{walkthrough_id}/tensors"]["GET"]
+    operation = document["/api/walkthroughs/{walkthrough_id}/compare"]["GET"]
     assert operation.is_valid_response(sent)
     assert not operation.is_valid_response(drifted)
+
+
+def test_the_step_operation_names_each_kinds_body(openapi):
+    """One address for every kind's step (issue 51): its 200 is the toy's TensorsBody, the real model's job
+    (PathJobBody), or a kind's JSON no model states yet (StepJSON, open); each kind's own model stays strict."""
+    refs = {s["$ref"] for s in schema_of(openapi, STEP, "200")["anyOf"]}
+    assert refs == {ref(TensorsBody), ref(PathJobBody), REF + "StepJSON"}
+    assert openapi["components"]["schemas"]["TensorsBody"]["additionalProperties"] is False
+    assert schema_of(openapi, STEP, "200", "post") == {"$ref": ref(PathJobBody)}  # only the real model's step starts
 
 
 # Real 404 and 422 bodies of every GET operation, checked against the model its document
@@ -330,19 +337,19 @@ REAL_ERRORS = [
     ("/api/walkthroughs", "/api/walkthroughs?page=2", 422),
     ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/nope", 404),
     ("/api/walkthroughs/{walkthrough_id}", "/api/walkthroughs/toy_grpo?step=clip", 422),  # no `step` here
-    ("/api/walkthroughs/{walkthrough_id}/tensors", "/api/walkthroughs/nope/tensors", 404),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?step=nope", 404),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=nope", 404),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?group_size=1", 422),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?stage=x", 422),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?clip_eps=0.9", 422),
-    ("/api/walkthroughs/{walkthrough_id}/tensors",
+    (STEP, "/api/walkthroughs/nope/step", 404),
+    (STEP, TENSORS + "?step=nope", 404),
+    (STEP, TENSORS + "?process=nope", 404),
+    (STEP, TENSORS + "?group_size=1", 422),
+    (STEP, TENSORS + "?stage=x", 422),
+    (STEP, TENSORS + "?clip_eps=0.9", 422),
+    (STEP,
      TENSORS + "?learning_rate=10&beta=10&iteration=50&inner_steps=16", 422),  # diverges
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?node=nope", 404),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_beta=11", 422),
     ("/api/walkthroughs/{walkthrough_id}/compare", COMPARE + "?vs_seed=1", 422),
-    ("/api/walkthroughs/{walkthrough_id}/tokens", "/api/walkthroughs/tiny_lm_grpo/tokens?node=nope", 404),
-    ("/api/walkthroughs/{walkthrough_id}/tokens", "/api/walkthroughs/tiny_lm_grpo/tokens?group_size=17", 422),
+    (STEP, "/api/walkthroughs/tiny_lm_grpo/step?node=nope", 404),
+    (STEP, "/api/walkthroughs/tiny_lm_grpo/step?group_size=17", 422),
     ("/api/processes", "/api/processes?seed=1", 422),
     ("/api/schemas/step-record", "/api/schemas/step-record?version=2", 422),
     ("/api/runs/{run_id}", "/api/runs/0123456789abcdef", 404),
@@ -350,8 +357,8 @@ REAL_ERRORS = [
     ("/api/runs/{run_id}/diff", "/api/runs/0123456789abcdef/diff?a=1&b=2", 404),
     ("/api/runs/{run_id}/diff", "/api/runs/0123456789abcdef/diff?a=x", 422),  # not a number, before the lookup
     ("/api/runs/compare", "/api/runs/compare?run=0123456789abcdef", 422),  # one run: too few to compare
-    ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/nope/record", 404),
-    ("/api/walkthroughs/{walkthrough_id}/record", "/api/walkthroughs/toy_grpo/record?group=-1", 422),
+    (STEP, "/api/walkthroughs/nope/step", 404),
+    (STEP, "/api/walkthroughs/toy_grpo/step?group=-1", 422),
     ("/api/processes/{process_id}", "/api/processes/nope", 404),
     ("/api/processes/{process_id}", "/api/processes/r1?seed=-1", 422),
     ("/api/processes/{process_id}", "/api/processes/r1?stage=sft", 422),
@@ -360,11 +367,11 @@ REAL_ERRORS = [
     ("/api/processes/compare", "/api/processes/compare?seed=77", 404),  # not started: a GET never starts it
     ("/api/processes/{process_id}", "/api/processes/r1?seed=77", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?seed=77", 404),
-    ("/api/walkthroughs/{walkthrough_id}/tensors", TENSORS + "?process=r1&seed=77", 404),
+    (STEP, TENSORS + "?process=r1&seed=77", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/ppo", 404),
     ("/api/walkthroughs/{walkthrough_id}/paths/{path}", "/api/walkthroughs/toy_grpo/paths/r1?iterations_scale=9", 422),
-    ("/api/walkthroughs/{walkthrough_id}/smollm-step", "/api/walkthroughs/smollm_grpo/smollm-step?seed=77", 404),
-    ("/api/walkthroughs/{walkthrough_id}/smollm-step", "/api/walkthroughs/smollm_grpo/smollm-step?group_size=99", 422),
+    (STEP, "/api/walkthroughs/smollm_grpo/step?seed=77", 404),
+    (STEP, "/api/walkthroughs/smollm_grpo/step?group_size=99", 422),
 ]
 MODELS = {ref(m): m for m in (ErrorBody, ValidationErrorBody, NotStartedBody)}
 
@@ -377,7 +384,9 @@ def test_every_declared_404_and_422_is_exercised(openapi):
 
 @pytest.mark.parametrize("path, url, status", REAL_ERRORS)
 def test_real_error_bodies_follow_the_declared_model(client, openapi, document, path, url, status):
-    model = MODELS[schema_of(openapi, path, str(status))["$ref"]]
+    schema = schema_of(openapi, path, str(status))
+    refs = [s["$ref"] for s in schema["anyOf"]] if "anyOf" in schema else [schema["$ref"]]
+    model = MODELS[refs[0]] if len(refs) == 1 else Union[tuple(MODELS[r] for r in refs)]  # noqa: UP007
     body = validated(client.get(url), status, model)
     if isinstance(body, ValidationErrorBody):
         assert body.detail and body.error.startswith(body.detail[0].param)

@@ -46,7 +46,7 @@ def test_an_upload_on_one_replica_is_served_by_the_other(postgres_server, tmp_pa
         # the replicas share nothing but the store, yet give the same ETag: a tag from either
         # gets a 304 from either (pages, the upload's JSON, and the seed's tensors)
         for path in (body["url"], f"/api/walkthroughs/{body['id']}",
-                     "/api/walkthroughs/toy_grpo/tensors?step=clip", "/walkthroughs/toy_grpo/steps/clip"):
+                     "/api/walkthroughs/toy_grpo/step?step=clip", "/walkthroughs/toy_grpo/steps/clip"):
             tags = {httpx.get(s.url + path, timeout=30).headers["etag"] for s in (a, b)}
             assert len(tags) == 1, (path, tags)
             for server in (a, b):

@@ -90,7 +90,7 @@ def test_uploaded_runnable_snapshot_renders_and_computes(client):
     soup = BeautifulSoup(page.text, "html.parser")
     assert soup.select("svg#graph [data-node-id]"), "the graph is drawn"
     assert client.get(body["url"], headers={"HX-Request": "true"}).status_code == 200
-    tensors = client.get(f"/api/walkthroughs/{body['id']}/tensors", params={"step": "clip"})
+    tensors = client.get(f"/api/walkthroughs/{body['id']}/step", params={"step": "clip"})
     assert tensors.status_code == 200 and tensors.json()["walkthrough"] == body["id"]
     assert client.get(f"/api/walkthroughs/{body['id']}").json()["opening_step"] == "advantages"
 
@@ -102,7 +102,7 @@ def test_uploaded_view_only_snapshot_renders_and_refuses_tensors(client):
     page = client.get(body["url"])
     assert page.status_code == 200
     assert "<script>alert" not in page.text  # the fixture's notes carry markup
-    tensors = client.get(f"/api/walkthroughs/{body['id']}/tensors")
+    tensors = client.get(f"/api/walkthroughs/{body['id']}/step")
     assert tensors.status_code == 409 and "view-only" in tensors.json()["error"]
 
 
@@ -188,7 +188,7 @@ def test_a_deleted_upload_is_gone_even_after_it_was_viewed(client):
     """Deletion (the operator's, python -m app.uploads) must also reach anything that remembers the
     upload's answers (the parsed cache, a response cache)."""
     first = post(client, variant(1000)).json()
-    viewed = [first["url"], f"/api/walkthroughs/{first['id']}", f"/api/walkthroughs/{first['id']}/tensors?step=clip"]
+    viewed = [first["url"], f"/api/walkthroughs/{first['id']}", f"/api/walkthroughs/{first['id']}/step?step=clip"]
     for url in viewed:
         assert client.get(url).status_code == 200
     assert client.app.state.catalog.uploads.delete(first["id"]) is True
@@ -221,7 +221,7 @@ def test_uploads_touch_only_the_uploads_folder(client, uploads_dir, tmp_path, mo
     body = post(client, SEED_BYTES, filename=evil).json()
     for wid in ("../../../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "/etc/passwd", "%2e%2e%2f%2e%2e%2fapp",
                 "..", "....//....//etc", "0123456789abcdef/../../x", "0123456789abcdef%2F..%2F..%2Fx"):
-        for url in (f"/api/walkthroughs/{wid}", f"/api/walkthroughs/{wid}/tensors", f"/walkthroughs/{wid}/steps/clip"):
+        for url in (f"/api/walkthroughs/{wid}", f"/api/walkthroughs/{wid}/step", f"/walkthroughs/{wid}/steps/clip"):
             r = client.get(url)
             assert r.status_code in (404, 405, 307, 422), (url, r.status_code)
             assert "root:x:0:0" not in r.text
@@ -311,7 +311,7 @@ def test_fuzzed_uploads_get_a_clear_answer(fuzz_client, path, value, raw_tail, k
 
 # -- the compute limit ---------------------------------------------------------------------------
 
-HEAVY = "/api/walkthroughs/toy_grpo/tensors?node=input&group_size=4096&iteration=20&inner_steps=8&seed="
+HEAVY = "/api/walkthroughs/toy_grpo/step?node=input&group_size=4096&iteration=20&inner_steps=8&seed="
 
 
 async def _burst(base_url: str, paths: list[str]) -> list[httpx.Response]:
@@ -324,10 +324,10 @@ def test_compute_limit_refuses_extra_work_with_503_at_once(tmp_path):
 
     env = {"COMPUTE_SLOTS": "1", "COMPUTE_QUEUE": "1"}
     with running_server(tmp_path, "--device", "cpu", "--log-level", "warning", env=env) as server:
-        cached = httpx.get(server.url + "/api/walkthroughs/toy_grpo/tensors", timeout=30)
+        cached = httpx.get(server.url + "/api/walkthroughs/toy_grpo/step", timeout=30)
         assert cached.status_code == 200
         paths = [f"{HEAVY}{seed}" for seed in range(1000, 1012)]
-        responses = run_async(_burst(server.url, paths + ["/api/walkthroughs/toy_grpo/tensors", "/healthz"]))
+        responses = run_async(_burst(server.url, paths + ["/api/walkthroughs/toy_grpo/step", "/healthz"]))
         *heavy, again_cached, health = responses
         statuses = sorted(r.status_code for r in heavy)
         assert set(statuses) <= {200, 503}, statuses

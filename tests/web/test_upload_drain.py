@@ -256,7 +256,7 @@ def test_a_drain_holds_no_compute_slot_and_leaves_the_server_serving(server):
         sent += len(chunk)
     t0 = time.perf_counter()
     assert requests.get(server.url + "/healthz", timeout=BOUND_S).status_code == 200
-    tensors = requests.get(server.url + "/api/walkthroughs/toy_grpo/tensors?seed=7300", timeout=BOUND_S)
+    tensors = requests.get(server.url + "/api/walkthroughs/toy_grpo/step?seed=7300", timeout=BOUND_S)
     assert tensors.status_code == 200, tensors.text[:300]  # its one slot was free: 503 otherwise
     assert time.perf_counter() - t0 < BOUND_S
     for chunk in chunks:

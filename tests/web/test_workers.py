@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
 # real server processes under load: `make test-slower`, alone (serial), after its parallel phase
 
 REQUESTS = [
-    "/api/walkthroughs/toy_grpo/tensors?step=clip&seed=77",
+    "/api/walkthroughs/toy_grpo/step?step=clip&seed=77",
     "/api/walkthroughs/toy_grpo",
     "/walkthroughs/toy_grpo/steps/clip?node=ratio",
 ]

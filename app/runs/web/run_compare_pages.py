@@ -44,10 +44,9 @@ api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 
 def install(app: FastAPI) -> None:
-    """Before run_pages.install (its `/runs/{id}` would take `/runs/compare`); the run store is read per request."""
+    """The run store is read per request; its routes come before the explorer's (its `/runs/{id}` would take
+    `/runs/compare`: the manifest's ROUTERS)."""
     templates.env.globals["run_compare_choices"] = compare_choices
-    app.include_router(pages)
-    app.include_router(api)
 
 
 def _store(request: Request) -> RunStore:

@@ -36,8 +36,6 @@ api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 def install(app: FastAPI) -> None:
     """After run_pages.install: its run store is this page's."""
     templates.env.globals["run_diff_form"] = compare_form  # the explorer's "Compare two recorded steps"
-    app.include_router(pages)
-    app.include_router(api)
 
 
 def _recorded(request: Request, run_id: str) -> dict[int, str]:

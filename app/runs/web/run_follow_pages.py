@@ -148,7 +148,6 @@ def install(app: FastAPI) -> None:
                             never=(settings.resolved_data_dir, RUN_DIR))
     app.state.run_follows = follows
     with_server(app, lambda: None, follows.stop_all)  # every follower the server started stops with it
-    app.include_router(router)
 
 
 __all__ = ["follow_context", "follow_offer", "install"]

@@ -62,8 +62,6 @@ def store_for(settings: Settings, refs: RunRefs) -> RunStore:
 def install(app: FastAPI) -> None:
     app.state.run_store = store_for(app.state.settings, app.state.catalog.uploads.backend)
     run_follow_pages.install(app)  # a followed run's status, polled by its explorer (issue 50)
-    app.include_router(pages)
-    app.include_router(api)
 
 
 def _store(request: Request) -> RunStore:

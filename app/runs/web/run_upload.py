@@ -69,8 +69,6 @@ def install(app: FastAPI) -> None:
                "(RUN_UPLOAD_MAX_MB): archive the run's logs and dumps without its checkpoints' weights")
     for path in (API_PATH, PAGE_PATH):
         allow_body(app, "POST", path, settings.run_upload_max_mb * MB + MULTIPART_OVERHEAD, message)
-    app.include_router(pages)
-    app.include_router(api)
     templates.env.globals["run_refusal_template"] = TEMPLATE  # what run-upload.js fills in (run_upload_form.html)
 
 

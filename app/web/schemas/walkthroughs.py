@@ -24,7 +24,7 @@ class WalkthroughItem(Body):
     name: str | None = Field(description="The graph's name; null when the file failed to load.")
     title: str | None = Field(description="The walkthrough's title; null when the file failed to load.")
     steps: int = Field(description="How many steps it has (0 when it failed to load).")
-    runnable: bool = Field(description="True when the server's model matches its nodes, so /tensors works.")
+    runnable: bool = Field(description="True when the server's model matches its nodes (its step JSON answers).")
     error: str | None = Field(description="Why it failed to load; null when it loaded.")
 
 
@@ -53,7 +53,7 @@ class Viewport(Body):
 class GraphNode(Body):
     """A node of the graph: an operation, a module or an input/output."""
 
-    id: str = Field(description="The node id (as in /tensors `nodes`).")
+    id: str = Field(description="The node id (as in the step JSON's `nodes`).")
     kind: str = Field(description="The node's kind, e.g. input, module, operation.")
     op: str = Field(description="The operation, e.g. Linear, LogSoftmax, Module.")
     params: dict[str, Any] = Field(description="The operation's parameters as exported.")
@@ -99,7 +99,7 @@ class WalkthroughSummary(Body):
     name: str = Field(description="The graph's name.")
     title: str = Field(description="The walkthrough's title.")
     steps: list[WalkthroughStep] = Field(description="The steps, in order.")
-    runnable: bool = Field(description="True when the server's model matches its nodes, so /tensors works.")
+    runnable: bool = Field(description="True when the server's model matches its nodes (its step JSON answers).")
     error: None = Field(description="Always null: a walkthrough that failed to load answers 404.")
     format: str = Field(description="The export format, tensorviz.graph.")
     version: int = Field(description="The export format's version.")
@@ -114,7 +114,7 @@ class UploadBody(Body):
 
     id: str = Field(description="Its id: a hash of the file's content, so the same file gets the same id.")
     name: str = Field(description="The graph's name.")
-    runnable: bool = Field(description="True when the server's model matches its nodes, so /tensors works.")
+    runnable: bool = Field(description="True when the server's model matches its nodes (its step JSON answers).")
     steps: int = Field(description="How many steps it has.")
     url: str = Field(description="The page of its opening step.")
 

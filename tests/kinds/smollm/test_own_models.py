@@ -90,7 +90,7 @@ def test_the_start_page_lists_each_model_with_its_own_words(client):
 
 
 def test_a_step_computes_on_the_files_own_weights(client):
-    api = f"/api/walkthroughs/{QWEN2_ID}/smollm-step?{SMALL}"
+    api = f"/api/walkthroughs/{QWEN2_ID}/step?{SMALL}"
     assert client.post(api).status_code in (200, 202)
     deadline = time.monotonic() + 120
     while (answer := client.get(api)).status_code == 202:
@@ -102,11 +102,11 @@ def test_a_step_computes_on_the_files_own_weights(client):
     assert len(result["block_grad_norms"]) == 2 and result["attention_block"] == 1
     assert len(result["completions"]) == 2
     # the same parameters on the default model are another job, never started
-    assert client.get(f"/api/walkthroughs/smollm_grpo/smollm-step?{SMALL}").status_code == 404
+    assert client.get(f"/api/walkthroughs/smollm_grpo/step?{SMALL}").status_code == 404
 
 
 def test_a_block_the_model_lacks_is_a_422_naming_it(client):
-    answer = client.get(f"/api/walkthroughs/{QWEN2_ID}/smollm-step?{SMALL}&attention_block=2")
+    answer = client.get(f"/api/walkthroughs/{QWEN2_ID}/step?{SMALL}&attention_block=2")
     assert answer.status_code == 422
     assert "2 blocks" in answer.text and "attention_block" in answer.text
 

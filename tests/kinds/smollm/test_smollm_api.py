@@ -13,7 +13,7 @@ from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
 
-URL = "/api/walkthroughs/smollm_grpo/smollm-step"
+URL = "/api/walkthroughs/smollm_grpo/step"
 QUERY = "group_size=2&max_new_tokens=6&seed=11&inner_steps=1"
 PARAMS = SmolParams(group_size=2, max_new_tokens=6, seed=11, inner_steps=1)
 

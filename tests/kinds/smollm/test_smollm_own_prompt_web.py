@@ -26,7 +26,7 @@ from app.kinds.smollm.domain.own_prompt import own_task
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
 
-API = "/api/walkthroughs/smollm_grpo/smollm-step"
+API = "/api/walkthroughs/smollm_grpo/step"
 PAGE = "/walkthroughs/smollm_grpo/steps"
 QUESTION = "What is 6 x 7?\nAnswer with the number."
 ASKED = {"group_size": "2", "max_new_tokens": "4", "seed": "5", "prompt_text": QUESTION, "expected": "42"}

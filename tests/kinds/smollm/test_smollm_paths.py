@@ -63,13 +63,13 @@ def test_the_panel_offers_r1_zero_and_says_why_not_the_others(client):
     tabs = [a.get_text(" ", strip=True) for a in panel.select(".path-choice a")]
     assert tabs == ["R1-Zero", "R1 (not here)", "Distillation (not here)"]
     run = panel.select_one("form:has(#smol-path-run)")
-    assert run["method"] == "post" and run["action"].startswith(f"{BASE}/smollm-paths/r1-zero")
+    assert run["method"] == "post" and run["action"].startswith(f"{BASE}/paths/r1-zero")
     assert JOBS.find(*r1_zero_job("cpu")) is None, "a GET never starts the run"
     why = soup(client.get(f"{BASE}/steps/sample?process=r1")).select_one("#smol-paths")
     assert "cold start" in why.get_text(" ") and why.select_one("form") is None
     assert why.select_one("a[href*='tiny_lm_grpo'][href*='process=r1']") is not None
     assert client.get(f"{BASE}/steps/sample?process=nope").status_code == 404
-    assert client.get(f"{BASE}/smollm-paths/r1?step=sample").status_code == 404
+    assert client.get(f"{BASE}/paths/r1?step=sample").status_code == 404
 
 
 def test_a_queued_run_says_how_many_are_ahead(client, monkeypatch):
@@ -82,14 +82,14 @@ def test_a_queued_run_says_how_many_are_ahead(client, monkeypatch):
                         error=None)
     monkeypatch.setattr(JOBS, "find", lambda t, p: waiting if (t, p) == (task, params) else None)
     monkeypatch.setattr(JOBS, "ahead", lambda job: 2 if job is waiting else None)
-    box = client.get(f"{BASE}/smollm-paths/r1-zero?step=sample")
+    box = client.get(f"{BASE}/paths/r1-zero?step=sample")
     assert box.status_code == 200 and box.headers["cache-control"] == "no-store"
     panel = soup(box).select_one("#smol-paths")
-    assert panel["hx-get"].startswith(f"{BASE}/smollm-paths/r1-zero")
+    assert panel["hx-get"].startswith(f"{BASE}/paths/r1-zero")
     assert "Waiting for the real model’s runner: 2 runs of this model ahead of it" in panel.get_text(" ")
     running = dataclasses.replace(waiting, state="running", stage="sampling", step=4, done=10, total=60)
     monkeypatch.setattr(JOBS, "find", lambda t, p: running)
-    text = soup(client.get(f"{BASE}/smollm-paths/r1-zero?step=sample")).select_one("#smol-paths").get_text(" ")
+    text = soup(client.get(f"{BASE}/paths/r1-zero?step=sample")).select_one("#smol-paths").get_text(" ")
     assert "Step 4 of 20: sampling (16%)" in " ".join(text.split())
 
 
@@ -113,9 +113,9 @@ def test_the_panel_runs_r1_zero_from_the_pages_seed(client):
     assert "Not computed yet for seed 7" in " ".join(panel.get_text(" ").split())
     assert JOBS.find(*r1_zero_job("cpu", 7)) is None, "a GET never starts the run"
     before = len(JOBS.store.listing())
-    assert client.post(f"{BASE}/smollm-paths/r1-zero?step=sample&seed=-1", follow_redirects=False).status_code == 404
+    assert client.post(f"{BASE}/paths/r1-zero?step=sample&seed=-1", follow_redirects=False).status_code == 404
     assert len(JOBS.store.listing()) == before, "a refused seed stores nothing"
-    started = client.post(f"{BASE}/smollm-paths/r1-zero?step=sample&seed=7", follow_redirects=False)
+    started = client.post(f"{BASE}/paths/r1-zero?step=sample&seed=7", follow_redirects=False)
     assert started.status_code == 303 and "seed=7" in started.headers["location"]
     assert JOBS.find(*r1_zero_job("cpu", 7)) is not None
     assert JOBS.find(*r1_zero_job("cpu")) is None, "seed 7's run, not the default's"

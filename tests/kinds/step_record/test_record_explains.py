@@ -222,7 +222,7 @@ def test_the_upload_page_opens_each_example(client):
         assert response.status_code == 303 and response.headers["location"].endswith("/steps/group")
         page(client, response.headers["location"])
         record_id = response.headers["location"].split("/")[2]
-        checks = client.get(f"/api/walkthroughs/{record_id}/record").json()["checks"]
+        checks = client.get(f"/api/walkthroughs/{record_id}/step").json()["checks"]
         assert checks and all(c["ok"] for c in checks), (e.name, [c for c in checks if not c["ok"]])
     assert client.get("/walkthroughs/new/examples/trl").status_code in (404, 405)  # a GET starts nothing
 
@@ -237,7 +237,7 @@ def test_the_example_api_stores_an_example_as_an_upload(client):
 
 
 def test_the_record_api_sends_the_new_checks_and_summaries(client, unipo_id):
-    body = client.get(f"/api/walkthroughs/{unipo_id}/record").json()
+    body = client.get(f"/api/walkthroughs/{unipo_id}/step").json()
     keys = {c["key"] for c in body["checks"]}
     assert "clip_ratio/region_mean (logged as clip_fraction)" in keys and "advantage_std" in keys
     assert body["unchecked"] == [{"key": "learning_rate", "logged": 1e-06,

@@ -67,7 +67,7 @@ def test_uploads_never_5xx_and_accepted_records_serve(client, path, value):
         wid = response.json()["id"]
         for step in ("group", "ratio", "kl", "loss", "diagnostics"):
             assert client.get(f"/walkthroughs/{wid}/steps/{step}").status_code == 200, (path, value, step)
-        assert client.get(f"/api/walkthroughs/{wid}/record").status_code == 200
+        assert client.get(f"/api/walkthroughs/{wid}/step").status_code == 200
     else:
         assert ": " in response.json()["error"]
 
@@ -81,5 +81,5 @@ def test_a_ratio_that_overflows_is_served_not_crashed(client):
     wid = response.json()["id"]
     for step in ("group", "ratio", "kl", "loss", "diagnostics"):
         assert client.get(f"/walkthroughs/{wid}/steps/{step}").status_code == 200, step
-    body = client.get(f"/api/walkthroughs/{wid}/record").json()
+    body = client.get(f"/api/walkthroughs/{wid}/step").json()
     assert body["completions"][0]["ratio"][0] is None

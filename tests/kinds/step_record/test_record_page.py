@@ -66,7 +66,7 @@ def records(base_url) -> dict[str, str]:
     for name, build in RECORDS.items():
         record = build()
         bare = upload(base_url, name, record)
-        metrics = httpx.get(f"{base_url}/api/walkthroughs/{bare}/record", timeout=60).json()["metrics"]
+        metrics = httpx.get(f"{base_url}/api/walkthroughs/{bare}/step", timeout=60).json()["metrics"]
         if name == "g16x4096":
             metrics["kl"] *= 1.001
         ids[name] = upload(base_url, name, {**record, "metrics": metrics})

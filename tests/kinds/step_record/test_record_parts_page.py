@@ -30,8 +30,8 @@ def wid(client):
 def _tokens(client, wid) -> dict[str, tuple]:
     """'batch row:token' -> (grad_surrogate, grad_kl, grad, clipped), every group's (rows in group order)."""
     out, row = {}, 0
-    for group in range(client.get(f"/api/walkthroughs/{wid}/record").json()["groups"]):
-        for c in client.get(f"/api/walkthroughs/{wid}/record?group={group}").json()["completions"]:
+    for group in range(client.get(f"/api/walkthroughs/{wid}/step").json()["groups"]):
+        for c in client.get(f"/api/walkthroughs/{wid}/step?group={group}").json()["completions"]:
             for t in range(len(c["grad"])):
                 out[f"{row}:{t}"] = (c["grad_surrogate"][t], c["grad_kl"][t], c["grad"][t],
                                      c["clip_low"][t] or c["clip_high"][t])

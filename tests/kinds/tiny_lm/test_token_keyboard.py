@@ -161,7 +161,7 @@ def test_no_clip_mark_before_the_ratio_step_and_cards_show_only_what_was_introdu
 
 def test_a_clipped_token_that_the_kl_term_moves_says_so(make_context):
     page = make_context(viewport={"width": 1280, "height": 720}, reduced_motion="reduce").new_page()
-    api = page.request.get("/api/walkthroughs/tiny_lm_grpo/tokens?step=aggregation").json()
+    api = page.request.get("/api/walkthroughs/tiny_lm_grpo/step?step=aggregation").json()
     open_step(page, "aggregation")
     tokens = [t for c in api["completions"] for t in c["tokens"]]
     cells = page.locator("#token-panel .tok")
@@ -184,7 +184,7 @@ def test_a_clipped_token_that_the_kl_term_moves_says_so(make_context):
 
 def test_ratios_print_enough_digits_to_tell_them_from_the_bound(make_context):
     page = make_context(viewport={"width": 1280, "height": 720}, reduced_motion="reduce").new_page()
-    api = page.request.get("/api/walkthroughs/tiny_lm_grpo/tokens?step=ratio").json()
+    api = page.request.get("/api/walkthroughs/tiny_lm_grpo/step?step=ratio").json()
     open_step(page, "ratio")
     tokens = [t for c in api["completions"] for t in c["tokens"]]
     nums = page.locator("#token-panel .tok .tok-num").all_inner_texts()

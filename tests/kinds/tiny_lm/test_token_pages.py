@@ -11,7 +11,7 @@ from app.views.numbers import readout
 
 HX = {"HX-Request": "true"}
 BASE = "/walkthroughs/tiny_lm_grpo"
-API = "/api/walkthroughs/tiny_lm_grpo/tokens"
+API = "/api/walkthroughs/tiny_lm_grpo/step"
 STEPS = ("sample", "rewards", "advantages", "ratio", "kl", "aggregation", "update")
 DETAIL = {"sample": ["#detail-sample"], "rewards": ["#detail-rewards"], "advantages": ["#detail-rewards"],
           "ratio": ["#detail-ratio"], "kl": ["#detail-kl"],

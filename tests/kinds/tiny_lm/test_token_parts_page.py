@@ -7,7 +7,7 @@ import pytest
 from bs4 import BeautifulSoup
 from paths import ROOT
 
-API = "/api/walkthroughs/tiny_lm_grpo/tokens"
+API = "/api/walkthroughs/tiny_lm_grpo/step"
 CHART = '[data-chart="gradient-parts"]'
 
 

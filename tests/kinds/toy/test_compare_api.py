@@ -20,7 +20,7 @@ from app.kinds.toy.web.schemas.compare import CompareBody, CompareNode, CompareS
 from app.web.schemas.errors import ErrorBody, ValidationErrorBody
 
 COMPARE = "/api/walkthroughs/toy_grpo/compare"
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 PAGE = "/walkthroughs/toy_grpo/steps/clip"
 SAME_ON_BOTH_SIDES = ("action", "reward", "logp", "logp_old", "logp_ref")
 

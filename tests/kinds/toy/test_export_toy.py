@@ -207,5 +207,5 @@ def test_the_app_serves_the_export_as_a_walkthrough(exported, tmp_path, make_cli
             left, top = float(rect["x"]) * z + x, float(rect["y"]) * z + y
             right, bottom = left + float(rect["width"]) * z, top + float(rect["height"]) * z
             assert 0 <= left < right <= step.view.viewport.width and 0 <= top < bottom <= step.view.viewport.height
-    tensors = client.get("/api/walkthroughs/exported_toy/tensors", params={"node": "sub@ToyGRPO#0"})
+    tensors = client.get("/api/walkthroughs/exported_toy/step", params={"node": "sub@ToyGRPO#0"})
     assert tensors.status_code == 200 and list(tensors.json()["nodes"]) == ["sub@ToyGRPO#0"]

@@ -212,7 +212,7 @@ def test_page_shows_the_conventions_next_to_the_loss(client):
     formula = doc.select_one("#inspector .formula code").get_text()
     assert formula == "loss = −J = −Σ_i w_i·(L_i − β·ρ_i·D_i), w_i = 1/Σ_j |o_j| = 1/G"
     rows = doc.select("#group-table-full tbody tr")
-    api = client.get("/api/walkthroughs/toy_grpo/tensors", params={"preset": "trl", "beta": 0.04}).json()
+    api = client.get("/api/walkthroughs/toy_grpo/step", params={"preset": "trl", "beta": 0.04}).json()
     for row, sample in zip(rows, api["samples"], strict=True):
         cells = [float(c["data-value"]) for c in row.select(".num")]
         assert cells == [sample[k] for k in ("reward", "advantage", "ratio", "clipped", "divergence",

@@ -130,10 +130,10 @@ def test_compare_side_a_is_the_shown_update():
 
 def test_the_api_names_the_shown_update(make_client):
     client = make_client()
-    body = client.get("/api/walkthroughs/toy_grpo/tensors?step=clip&step_clip_epsilon=0.3&step_beta=0.1").json()
+    body = client.get("/api/walkthroughs/toy_grpo/step?step=clip&step_clip_epsilon=0.3&step_beta=0.1").json()
     assert body["shown_update"] == {"clip_epsilon": 0.3, "clip_epsilon_high": 0.3, "beta": 0.1}
     assert body["params"]["clip_epsilon"] == 0.2 and body["params"]["step_clip_epsilon"] == 0.3
-    default = client.get("/api/walkthroughs/toy_grpo/tensors?step=clip").json()
+    default = client.get("/api/walkthroughs/toy_grpo/step?step=clip").json()
     assert default["shown_update"] == {"clip_epsilon": 0.2, "clip_epsilon_high": 0.2, "beta": 0.04}
     assert [s["ratio"] for s in body["samples"]] == [s["ratio"] for s in default["samples"]]
-    assert client.get("/api/walkthroughs/toy_grpo/tensors?step_clip_epsilon=1").status_code == 422
+    assert client.get("/api/walkthroughs/toy_grpo/step?step_clip_epsilon=1").status_code == 422

@@ -7,7 +7,7 @@ import pytest
 from bs4 import BeautifulSoup
 from paths import ROOT
 
-TENSORS = "/api/walkthroughs/toy_grpo/tensors"
+TENSORS = "/api/walkthroughs/toy_grpo/step"
 CHART = '[data-chart="gradient-parts"]'
 
 

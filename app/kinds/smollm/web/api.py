@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, ValidationError, create_model
@@ -23,13 +23,11 @@ from app.kinds.smollm.engine.step_records import SmolStepResult
 from app.kinds.smollm.web.model_choice import required_model
 from app.stores.jobs import JobRecord
 from app.views.param_fields import field_range
-from app.web.deps import CatalogDep, DeviceDep, StrictQueryRoute, find_loaded
+from app.web.deps import CatalogDep, DeviceDep, find_loaded
 from app.web.errors import NotFound, NotRunnable
 from app.web.jobs.start import start_jobs
 from app.web.schemas.errors import INVALID, NotStartedBody, error
 from app.web.schemas.jobs import PathJobBody, job_payload
-
-router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 # The query-string face of SmolParams: text as typed, so SmolParams checks every range and names its field.
 SmolQueryModel = create_model(
@@ -128,7 +126,6 @@ def _answer(job: JobRecord, node: str | None) -> JSONResponse:
     return JSONResponse(job_payload(job, result), status_code=200 if job.finished else 202, headers=headers)
 
 
-@router.get("/walkthroughs/{walkthrough_id}/smollm-step", responses=RESPONSES, response_model=None)
 def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: SmolParamsDep,
              node: Node = None) -> JSONResponse:
     """The real model's GRPO step for these parameters, as its job stands. A GET never starts it: a step nobody
@@ -141,7 +138,6 @@ def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: Device
     return _answer(job, node)
 
 
-@router.post("/walkthroughs/{walkthrough_id}/smollm-step", responses=POST_RESPONSES, response_model=None)
 async def start_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: SmolParamsDep,
                      node: Node = None) -> JSONResponse:
     """Start the step (a failed one again; one queued, running or done is read as it is): computed once by the

@@ -18,15 +18,10 @@ from app.kinds.smollm.views.story import STORIES, stories_for
 from app.kinds.smollm.web import api, pages, paths
 from app.kinds.smollm.web.model_choice import own_model, required_model
 from app.kinds.smollm.web.models_command import models_command
+from app.views.urls import PATHS_PANEL, STEP_API
 from app.web.conventions_query import conventions_from
-from app.web.kind import REAL_STEP, DefaultRun, Kind, WalkthroughFile
+from app.web.kind import REAL_STEP, DefaultRun, Kind, KindRoute, Moved, WalkthroughFile
 from app.web.settings import Settings
-
-
-def install(app: FastAPI) -> None:
-    app.include_router(api.router)
-    app.include_router(pages.router)
-    app.include_router(paths.router)
 
 
 def _run(params: Mapping[str, Any], progress: Progress):
@@ -113,9 +108,16 @@ FEATURED = Featured(
     rank=2, points=tuple((step, story.point) for step, story in STORIES.items()))
 
 KIND = Kind(id=KIND_ID, title="A real pretrained model: SmolLM2-135M-Instruct",
-            matches=is_smollm_runnable, step_page=pages.step_page, install=install,
+            matches=is_smollm_runnable, step_page=pages.step_page,
             templates=Path(__file__).resolve().parents[1] / "templates", tasks=(STEP_TASK, RUN_TASK), path_job=path_job,
             static=Path(__file__).resolve().parents[1] / "static", stylesheets=("smollm.css",),
             describe=describe_smollm, step_jobs=step_jobs, waits_for_jobs=False, default_runs=default_runs,
             featured=(FEATURED,), walkthrough_files=walkthrough_files, commands={"models": models_command},
-            export_targets=export_target.TARGETS)
+            export_targets=export_target.TARGETS,
+            step_api=(KindRoute(api.get_step, responses=api.RESPONSES),
+                      KindRoute(api.start_step, ("POST",), responses=api.POST_RESPONSES)),
+            paths_panel=(KindRoute(paths.paths_panel, strict=False),
+                         KindRoute(paths.start_run, ("POST",), strict=False)),
+            routers=(pages.router,),  # the progress box of a step that runs for tens of seconds: this kind's alone
+            moved=(Moved("/api/walkthroughs/{walkthrough_id}/smollm-step", STEP_API),
+                   Moved("/walkthroughs/{walkthrough_id}/smollm-paths/{path}", PATHS_PANEL)))

@@ -1,11 +1,12 @@
-"""The real model's training-paths panel on every step page, and its own two routes: GET the panel alone
-(what it polls while R1-Zero runs; a GET never starts one) and POST its Run (queued, rate-limited and
-bounded as every start is, app/web/jobs/start.py). Thin: views/run_panel.py draws, engine/run_task.py runs."""
+"""The real model's training-paths panel on every step page, and its two handlers at the house's paths-box
+address (/walkthroughs/{id}/paths/{path}): GET the panel alone (what it polls while R1-Zero runs; a GET never
+starts one) and POST its Run (queued, rate-limited and bounded as every start is, app/web/jobs/start.py).
+Thin: views/run_panel.py draws, engine/run_task.py runs."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
@@ -29,7 +30,6 @@ from app.web.rendering import render, wants_fragment
 PANEL = "smollm/paths.html"
 DEFAULT_SEED = 0
 NO_STORE = "no-store"
-router = APIRouter(include_in_schema=False)
 
 
 def r1_zero_job(device: str, seed: int = DEFAULT_SEED, model: Path | None = None) -> tuple[str, dict]:
@@ -47,7 +47,7 @@ def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, mo
     run = run_task.params_of(params)
     job = JOBS.find(task, params) if checkpoint.runnable(model) else None
     result = JOBS.result(job) if job is not None and job.state == "done" else None
-    base = f"{URLS.walkthrough(walkthrough_id)}/smollm-paths/r1-zero?step={step_id}&seed={seed}"
+    base = URLS.paths_panel(walkthrough_id, "r1-zero", {"step": step_id, "seed": str(seed)})
     waiting = job is not None and not job.finished
 
     def page(p: str) -> str:
@@ -72,7 +72,6 @@ def _step_id(entry: CatalogEntry, step: str) -> str:
     return step if step in {s.id for s in entry.snapshot.steps} else entry.snapshot.opening_step_id
 
 
-@router.get("/walkthroughs/{walkthrough_id}/smollm-paths/{path}")
 def paths_panel(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, step: str = "",
                 process: str = "r1-zero", seed: str = str(DEFAULT_SEED)):
     """The panel alone, as it polls itself while the run is queued or going."""
@@ -86,7 +85,6 @@ def paths_panel(request: Request, walkthrough_id: str, path: str, cat: CatalogDe
     return render(request, PANEL, PANEL, {"paths": panel}, headers=headers)
 
 
-@router.post("/walkthroughs/{walkthrough_id}/smollm-paths/{path}")
 async def start_run(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep,
                     step: str = "", seed: str = str(DEFAULT_SEED)):
     """The panel's Run, or Try again after a failure: the run queued, then the panel (htmx) or the page."""

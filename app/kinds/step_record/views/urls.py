@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.views.urls import segment, with_query
+from app.views.urls import URLS
 
 
 def record(walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
-    return with_query(f"/api/walkthroughs/{segment(walkthrough_id)}/record", query)
+    return URLS.step_api(walkthrough_id, query)
 
 
 def record_schema() -> str:

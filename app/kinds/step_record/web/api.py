@@ -26,12 +26,15 @@ def step_record_schema() -> dict:
     return record_json_schema()
 
 
-@router.get("/walkthroughs/{walkthrough_id}/record", response_model=AsBuilt, responses={
+# The step's JSON, run by the house's /api/walkthroughs/{id}/step for recorded steps (web/kind.py)
+RECORD_RESPONSES = {
     404: error("Unknown walkthrough, node, group or completion."),
     409: error("The walkthrough is not a recorded step."),
     422: error("A parameter is malformed or unknown; `detail` names it.", ValidationErrorBody),
     503: BUSY,
-})
+}
+
+
 async def get_record(request: Request, walkthrough_id: str, cat: CatalogDep, compute: ComputeDep,
                      group: Annotated[int, Query(ge=0, description="The group to send.")] = 0,
                      completion: Annotated[int | None, Query(ge=0, description="Only this completion of "

@@ -16,15 +16,14 @@ from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record
 from app.kinds.step_record.web import api, examples, pages
-from app.web.kind import Kind
+from app.views.urls import STEP_API
+from app.web.kind import Kind, KindRoute, Moved
 from app.web.rendering import templates
 
 
 def install(app: FastAPI) -> None:
-    app.include_router(api.router)
     # the upload page's "Try an example" lists the shipped records (upload_help.html)
     templates.env.globals["step_record_examples"] = EXAMPLES
-    app.include_router(examples.router)
 
 
 HERE = Path(__file__).resolve().parents[1]
@@ -33,4 +32,8 @@ KIND = Kind(id=KIND_ID, title="A recorded GRPO step: your own run, token by toke
             matches=lambda snapshot: False, step_page=pages.step_page, install=install,
             templates=HERE / "templates", static=HERE / "static", stylesheets=("record.css",),
             describe=describe_record, reader=READER, upload_help="step_record/upload_help.html",
-            export_targets=export_target.TARGETS)
+            export_targets=export_target.TARGETS,
+            step_api=(KindRoute(api.get_record, responses=api.RECORD_RESPONSES),),
+            # the format's JSON Schema and the shipped examples' "open this one" are the records' alone
+            routers=(api.router, examples.router),
+            moved=(Moved("/api/walkthroughs/{walkthrough_id}/record", STEP_API),))

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.views.urls import URLS, segment, with_query
+from app.views.urls import URLS
 
 
 def tokens(walkthrough_id: str, query: Mapping[str, str] | None = None) -> str:
-    return with_query(f"/api/walkthroughs/{segment(walkthrough_id)}/tokens", query)
+    return URLS.step_api(walkthrough_id, query)
 
 
 def lm_path(walkthrough_id: str, path: str, query: Mapping[str, str] | None = None) -> str:
-    return with_query(f"{URLS.walkthrough(walkthrough_id)}/paths/{segment(path)}", query)
+    return URLS.paths_panel(walkthrough_id, path, query)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
@@ -13,22 +13,20 @@ from app.kinds.tiny_lm.web.schemas.tokens import tokens_payload
 from app.web.deps import (
     CatalogDep,
     ComputeDep,
-    StrictQueryRoute,
     find_run,
 )
 from app.web.json_body import accepts_gzip, json_response
-from app.web.schemas.base import AsBuilt
 from app.web.schemas.errors import BUSY, ValidationErrorBody, error
 
-router = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
-
-
-@router.get("/walkthroughs/{walkthrough_id}/tokens", response_model=AsBuilt, responses={
+# The step's JSON, run by the house's /api/walkthroughs/{id}/step for the tiny LM's walkthroughs (web/kind.py)
+TOKENS_RESPONSES = {
     404: error("Unknown walkthrough, step or node."),
     409: error("The walkthrough is not the tiny-LM one: no token-level model matches its nodes."),
     422: error("A parameter is out of range or malformed; `detail` names it.", ValidationErrorBody),
     503: BUSY,
-})
+}
+
+
 async def get_tokens(request: Request, walkthrough_id: str, cat: CatalogDep, params: TokenParamsDep,
                      compute: ComputeDep,
                      step: Annotated[str | None, Query(description="The step being viewed (echoed).")] = None,

@@ -17,14 +17,9 @@ from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
 from app.kinds.tiny_lm.views.meaning import describe_tiny_lm
 from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.web import api, pages
+from app.views.urls import STEP_API
 from app.web.conventions_query import conventions_from
-from app.web.kind import FIRST_PATH, LONG_PATHS, DefaultRun, Kind
-
-
-def install(app: FastAPI) -> None:
-    app.include_router(api.router)
-    app.include_router(pages.router)
-
+from app.web.kind import FIRST_PATH, LONG_PATHS, DefaultRun, Kind, KindRoute, Moved
 
 PATH_TASK = JobTask(KIND_ID, path_tasks.TASK, path_tasks.run_task, path_tasks.TYPES,
                     path_tasks.payload, path_tasks.title, lane="long")
@@ -60,7 +55,11 @@ FEATURED = Featured(
     rank=1, points=tuple((step, story.point) for step, story in STORIES.items()))
 
 KIND = Kind(id=KIND_ID, title="A tiny language model: completions of tokens",
-            matches=is_token_runnable, step_page=pages.step_page, install=install,
+            matches=is_token_runnable, step_page=pages.step_page,
             templates=Path(__file__).resolve().parents[1] / "templates", describe=describe_tiny_lm,
             tasks=(PATH_TASK,), path_job=path_job, default_runs=default_runs, featured=(FEATURED,),
-            export_targets=export_target.TARGETS, commands={"base-model": base_model.command})
+            export_targets=export_target.TARGETS, commands={"base-model": base_model.command},
+            step_api=(KindRoute(api.get_tokens, responses=api.TOKENS_RESPONSES),),
+            paths_panel=(KindRoute(pages.path_fragment, strict=False),
+                         KindRoute(pages.start_path, ("POST",), strict=False)),
+            moved=(Moved("/api/walkthroughs/{walkthrough_id}/tokens", STEP_API),))

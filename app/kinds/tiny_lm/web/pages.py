@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
@@ -35,8 +35,6 @@ from app.web.step_pages import refused_form, step_context, step_response
 FORM = "tiny_lm/token_form.html"
 PATHS = "tiny_lm/lm_path_panel.html"
 
-
-router = APIRouter(include_in_schema=False)
 
 
 def step_page(asked: StepRequest):
@@ -68,7 +66,6 @@ Compare = Annotated[Literal["dr_grpo"] | None, Query(description="dr_grpo: the b
                                                                  "conventions")]
 
 
-@router.get("/walkthroughs/{walkthrough_id}/paths/{path}")
 def path_fragment(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
                   overlay: Overlay = None):
     """The paths box alone, as the page polls it while a run goes on (a GET: it never starts one)."""
@@ -92,7 +89,6 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
                   headers={"Cache-Control": NO_STORE} if panel.running else None)
 
 
-@router.post("/walkthroughs/{walkthrough_id}/paths/{path}")
 async def start_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, dev: DeviceDep, seed: int = 3,
                      compare: Compare = None, overlay: Overlay = None):
     """The box's Run (the path; R1-Zero with its Dr. GRPO twin; with overlay=all every path) and "Try again"

@@ -1,4 +1,5 @@
-"""The toy's JSON API: its live tensors and Compare mode. Thin: the engine does the work."""
+"""The toy's JSON API: its live tensors (the step's JSON, at the house's address) and Compare mode (its own
+route). Thin: the engine does the work."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -17,6 +18,7 @@ from app.kinds.toy.engine.select import step_for_view
 from app.kinds.toy.web.deps import CompareDep, ParamsDep, ProcessesDep, find_process, find_stage
 from app.kinds.toy.web.schemas.compare import CompareBody, compare_payload
 from app.kinds.toy.web.schemas.tensors import TensorsBody, tensors_payload
+from app.views.urls import URLS
 from app.web.deps import (
     CatalogDep,
     ComputeDep,
@@ -40,15 +42,18 @@ UNKNOWN = error("Unknown walkthrough, or one whose file failed to load.")
 VIEW_ONLY = error("The walkthrough is view-only: no runnable model matches its nodes.")
 
 
-@router.get("/walkthroughs/{walkthrough_id}/tensors", response_model=AsBuilt, responses={
-    200: {"model": TensorsBody},
+# The step's JSON, run by the house's /api/walkthroughs/{id}/step for the toy's walkthroughs (web/kind.py)
+TENSORS_RESPONSES = {
+    200: {"model": TensorsBody, "description": "The step's tensors."},
     404: error("Unknown walkthrough, step, node, process or stage, or (with `process`) a path's run nobody has "
                "started (a GET never starts one): `start` names the POST that does.", NotStartedBody),
     409: VIEW_ONLY,
     422: error("A parameter is out of range or malformed, `stage` came without `process`, or the "
                "parameters make training diverge; `detail` names each parameter.", ValidationErrorBody),
     503: BUSY,
-})
+}
+
+
 async def get_tensors(
     request: Request,
     walkthrough_id: str,
@@ -75,7 +80,7 @@ async def get_tensors(
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
     await await_jobs([(process_jobs.TASK, process_jobs.process_params(processes, proc.id, params.seed))],
-                     start=f"POST /api/walkthroughs/{walkthrough_id}/paths/{proc.id}?seed={params.seed}")
+                     start=f"POST {URLS.paths_api(walkthrough_id, proc.id, {'seed': str(params.seed)})}")
     return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok, proc.id, stage_id)
 
 

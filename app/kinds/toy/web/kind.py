@@ -21,13 +21,12 @@ from app.kinds.toy.views.story import STORIES
 from app.kinds.toy.web import api, processes
 from app.kinds.toy.web.pages import step_page
 from app.kinds.toy.web.schemas.processes import process_run_payload
-from app.web.kind import FIRST_PAGE, DefaultRun, Kind
+from app.views.urls import STEP_API
+from app.web.kind import FIRST_PAGE, DefaultRun, Kind, KindRoute, Moved
 
 
 def install(app: FastAPI) -> None:
     app.state.processes = load_processes(app.state.settings.processes_file)  # a bad file stops start-up
-    app.include_router(api.router)
-    app.include_router(processes.router)
 
     @app.exception_handler(TrainingDiverged)
     async def _diverged(_request: Request, exc: TrainingDiverged):
@@ -100,4 +99,8 @@ KIND = Kind(id=KIND_ID, title="ToyGRPO: a four-choice policy, one choice per com
             static=Path(__file__).resolve().parents[1] / "static", stylesheets=("toy.css",), describe=describe_toy,
             allowed_range=allowed_range, tasks=(PROCESS_TASK,), path_job=path_job,
             step_jobs=step_jobs, default_runs=default_runs, featured=(FEATURED,),
-            export_targets=export_target.TARGETS)
+            export_targets=export_target.TARGETS,
+            step_api=(KindRoute(api.get_tensors, responses=api.TENSORS_RESPONSES),),
+            # Compare mode and the paths' own curves (with their side-by-side comparison) are the toy's alone
+            routers=(api.router, processes.router),
+            moved=(Moved("/api/walkthroughs/{walkthrough_id}/tensors", STEP_API),))

@@ -1,4 +1,4 @@
-"""The body of GET /api/walkthroughs/{id}/tokens: the tiny-LM walkthrough's token-level step.
+"""The body of GET /api/walkthroughs/{id}/step: the tiny-LM walkthrough's token-level step.
 
 Built from the engine's records as they are (dataclasses to dicts); documented by the route's
 description rather than a model per field: the field names are the records' own (engine/token_records.py).

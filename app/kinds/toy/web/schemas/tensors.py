@@ -1,4 +1,4 @@
-"""The body of GET /api/walkthroughs/{id}/tensors (built by tensors_payload below).
+"""The body of GET /api/walkthroughs/{id}/step (built by tensors_payload below).
 
 Large (G = 4096 sends megabytes), so the route never validates it: these models
 document it, and the tests validate real bodies against them.
