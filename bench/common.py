@@ -100,14 +100,15 @@ def app_command(python: str, port: int, device: str, log_level: str) -> list[str
 
 
 @contextmanager
-def server(python: str, device: str, log_level: str, log_path: Path, env: dict | None = None):
+def server(python: str, device: str, log_level: str, log_path: Path, env: dict | None = None, cwd: Path = ROOT):
     """The app on a free port, healthy, for the phases that talk HTTP; stopped on the way out.
     `env`: variables set for this process only (the record phase gives it a DATA_DIR of its own); a value
-    None removes the variable (the smollm phase's real run drops SMOLLM_GGUF)."""
+    None removes the variable (the smollm phase's real run drops SMOLLM_GGUF). `cwd`: the checkout whose
+    app is started (bench/capture.py's `--repo`; set PYTHONPATH to it in `env` too)."""
     port = free_port()
     merged = {k: v for k, v in {**os.environ, **env}.items() if v is not None} if env else None
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen(app_command(python, port, device, log_level), cwd=ROOT, env=merged,
+        proc = subprocess.Popen(app_command(python, port, device, log_level), cwd=cwd, env=merged,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_healthy(proc, port, 90)
