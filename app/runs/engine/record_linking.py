@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from app.domain.catalog import CatalogEntry
 from app.domain.uploads import UploadRejected
-from app.kinds.step_record.domain.opening import KIND_ID
+from app.kinds.step_record.domain.kind_id import KIND_ID
 from app.runs.domain.run_log import RunLogError
 from app.runs.domain.unipo_run import UnipoRun, record_refusals, unipo_records
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.domain.catalog import CatalogEntry
-from app.kinds.step_record.domain.opening import KIND_ID
+from app.kinds.step_record.domain.kind_id import KIND_ID
 from app.runs.domain.run_dir import NoRunLog
 from app.runs.domain.run_index import Fingerprint, ReadIndex, fingerprint, step_keys
 from app.runs.domain.run_log import RunLogError

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 
 from app.domain.snapshot import Snapshot
 
-KIND_ID = "smollm"  # what a catalog entry this engine runs carries (app/domain/catalog.py)
 # fingerprint(block_pattern(trace)) of engine/export_target.py's objective, without and with q/k norms;
 # re-run the test to renew them
 FINGERPRINTS = {

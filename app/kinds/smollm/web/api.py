@@ -16,8 +16,9 @@ from pydantic.fields import FieldInfo
 from starlette.concurrency import run_in_threadpool
 
 from app.engine.jobs.client import JOBS, NotStarted
+from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import step_task
-from app.kinds.smollm.engine.node_map import KIND_ID, block_count
+from app.kinds.smollm.engine.node_map import block_count
 from app.kinds.smollm.engine.params import TEXT_FIELDS, SmolParams
 from app.kinds.smollm.engine.step_records import SmolStepResult
 from app.kinds.smollm.web.model_choice import required_model

@@ -9,8 +9,9 @@ from fastapi import FastAPI, Request
 
 from app.domain.catalog import CatalogEntry, Featured
 from app.engine.jobs.tasks import JobTask, Progress
+from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, export_target, own_models, run_task, step_task
-from app.kinds.smollm.engine.node_map import KIND_ID, is_smollm_runnable
+from app.kinds.smollm.engine.node_map import is_smollm_runnable
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.views.meaning import describe_smollm
 from app.kinds.smollm.views.model_facts import ModelFacts

@@ -14,8 +14,8 @@ from starlette.responses import RedirectResponse
 from app.domain.catalog import CatalogEntry
 from app.domain.training_paths import PATH_IDS
 from app.engine.jobs.client import JOBS
+from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, run_task
-from app.kinds.smollm.engine.node_map import KIND_ID
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.views.model_facts import SMOLLM2, ModelFacts, model_facts
 from app.kinds.smollm.views.query import SmolQuery

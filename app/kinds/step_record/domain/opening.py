@@ -17,12 +17,12 @@ from typing import Any
 from app.domain.catalog import Reader
 from app.domain.snapshot import Snapshot, SnapshotError, parse_snapshot
 from app.domain.uploads import MB
+from app.kinds.step_record.domain.kind_id import KIND_ID
 from app.kinds.step_record.domain.parsing import RecordError, parse_record
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.domain.unipo import is_unipo
 
 HEAD = Path(__file__).resolve().parents[1] / "graph" / "step_record_head.tensorviz.json"
-KIND_ID = "step_record"
 # A G 16 x 4,096-token step is 2.6-5 MB (docs/reference/step-record.md); the largest file this app's
 # uploads take, so the transport's cap (KindRegistry.upload_limit) follows it.
 MAX_RECORD_BYTES = 32 * MB

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app.kinds.step_record.domain.opening import KIND_ID
+from app.kinds.step_record.domain.kind_id import KIND_ID
 from app.kinds.step_record.domain.record import record_json_schema
 from app.kinds.step_record.web.payload import record_payload
 from app.web.deps import CatalogDep, ComputeDep, StrictQueryRoute, find_loaded, find_run

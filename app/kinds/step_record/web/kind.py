@@ -11,7 +11,8 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from app.kinds.step_record.domain.opening import KIND_ID, READER
+from app.kinds.step_record.domain.kind_id import KIND_ID
+from app.kinds.step_record.domain.opening import READER
 from app.kinds.step_record.engine import export_target
 from app.kinds.step_record.examples import EXAMPLES
 from app.kinds.step_record.views.meaning import describe_record

@@ -28,6 +28,3 @@ def expected_ops() -> dict[str, str]:
 def is_token_runnable(snapshot: Snapshot) -> bool:
     ops = expected_ops()
     return snapshot.node_ids == set(ops) and all(snapshot.node(n).op == op for n, op in ops.items())
-
-
-KIND_ID = "tiny_lm"  # what a catalog entry this engine runs carries (app/domain/catalog.py)

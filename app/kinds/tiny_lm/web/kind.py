@@ -11,9 +11,10 @@ from app.domain.catalog import CatalogEntry, Featured
 from app.domain.training_paths import PATH_IDS
 from app.engine.jobs.tasks import JobTask
 from app.kinds.tiny_lm import base_model
+from app.kinds.tiny_lm.domain.kind_id import KIND_ID
 from app.kinds.tiny_lm.engine import export_target, path_tasks
 from app.kinds.tiny_lm.engine.step_inputs import path_jobs
-from app.kinds.tiny_lm.engine.token_node_map import KIND_ID, is_token_runnable
+from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable
 from app.kinds.tiny_lm.views.meaning import describe_tiny_lm
 from app.kinds.tiny_lm.views.story import STORIES
 from app.kinds.tiny_lm.web import api, pages

@@ -10,11 +10,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse
 
 from app.domain.training_paths import PATH_IDS, canonical_path_id
+from app.kinds.tiny_lm.domain.kind_id import KIND_ID
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.step_inputs import obtain, obtain_paths, path_jobs
-from app.kinds.tiny_lm.engine.token_node_map import KIND_ID
 from app.kinds.tiny_lm.views import urls
 from app.kinds.tiny_lm.views.screen import (
     BadTokenView,

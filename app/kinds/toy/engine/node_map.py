@@ -39,6 +39,3 @@ def is_runnable(snapshot: Snapshot) -> bool:
     """The torch model matches a snapshot that has exactly its nodes, with their ops."""
     return snapshot.node_ids == RUNNABLE_NODE_IDS and all(
         snapshot.node(n).op == op for n, op in RUNNABLE_NODE_OPS.items())
-
-
-KIND_ID = "toy"  # what a catalog entry this engine runs carries (app/domain/catalog.py)

@@ -9,10 +9,10 @@ from fastapi.exceptions import RequestValidationError
 
 from app.domain.snapshot import Snapshot
 from app.engine.grpo.params import Conventions
+from app.kinds.toy.domain.kind_id import KIND_ID
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine import process_jobs
 from app.kinds.toy.engine.compare import compare_step
-from app.kinds.toy.engine.node_map import KIND_ID
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.select import step_for_view
 from app.kinds.toy.web.deps import CompareDep, ParamsDep, ProcessesDep, find_process, find_stage
