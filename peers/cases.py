@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import torch
 
 from app.engine.grpo.presets import PRESET_NAMES
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.step import run_grpo_step
 
 RTOL = 1e-9  # |a - b| <= RTOL * max(1, |b|), b the app's number
 N_CHOICES = 4

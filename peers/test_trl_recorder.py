@@ -41,7 +41,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from trl import GRPOConfig
 
 from app.kinds.step_record.domain.parsing import parse_record
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 from app.kinds.step_record.recorders.trl import RecordingGRPOTrainer
 from peers.local_tokenizer import CORPUS, bpe_tokenizer
 

@@ -30,7 +30,7 @@ from trl import GRPOConfig  # noqa: E402
 from app.domain.uploads import UploadStore  # noqa: E402
 from app.house import registry  # noqa: E402
 from app.kinds.step_record.engine.checks import checks  # noqa: E402
-from app.kinds.step_record.engine.recompute import recompute  # noqa: E402
+from app.kinds.step_record.engine.step import recompute  # noqa: E402
 from app.kinds.step_record.recorders.trl import RecordingGRPOTrainer  # noqa: E402
 from app.runs.domain.run_log import SUMMARY_KEYS  # noqa: E402
 from app.runs.domain.run_store import RunStore  # noqa: E402

@@ -18,7 +18,7 @@ import shutil
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 from app.kinds.step_record.examples import BY_NAME
 from app.kinds.step_record.recorders.verl import config_from_verl, write_step_record
 from peers.test_verl_recorder import TOKENIZER, _batch, _configs, _verl_loss

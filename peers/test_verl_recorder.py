@@ -43,7 +43,7 @@ from verl.workers.config import ActorConfig, PolicyLossConfig
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 from app.kinds.step_record.recorders.verl import config_from_verl, write_step_record
 from peers.local_tokenizer import CORPUS, bpe_tokenizer
 

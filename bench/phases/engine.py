@@ -44,8 +44,8 @@ def engine_phase(args, figures: dict, details: dict) -> None:
     torch.set_num_threads(1)  # as the app does (TORCH_THREADS=1)
     from app.engine.runtime.device import resolve_device
     from app.kinds.toy.domain.process_spec import load_processes
-    from app.kinds.toy.engine.grpo_step import run_grpo_step
     from app.kinds.toy.engine.params import GRPOParams
+    from app.kinds.toy.engine.step import run_grpo_step
 
     device = resolve_device(args.device)
     step = getattr(run_grpo_step, "__wrapped__", run_grpo_step)  # past the cache: every call computes

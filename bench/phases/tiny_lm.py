@@ -7,7 +7,7 @@ path job costs inside the app, without the web layer.
 
 - token step (a), "recorded": what the issue's target is about: `build_tiny_lm_grpo(policy, base,
   base, conventions)`, `record_model` of it on a sampled group (G = 8, T ≤ 24, every node's value
-  kept) and `loss.backward()` (every node's gradient), exactly as `token_walkthrough._cached`
+  kept) and `loss.backward()` (every node's gradient), exactly as `app/kinds/tiny_lm/engine/step.py`'s `_cached`
   does. The group, its rewards and the policy after the inner steps are prepared outside the
   timing; each seed is timed `token_repeats` times.
 - token step (b), "whole": `run_token_step(TokenParams(seed=s))` with `_cached` cleared, i.e.
@@ -52,7 +52,7 @@ def token_step_phase(args, figures: dict, details: dict) -> None:
 
     from app.engine.runtime.trace import record_model
     from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts
-    from app.kinds.tiny_lm.engine import token_walkthrough as tw
+    from app.kinds.tiny_lm.engine import step as tw
     from app.kinds.tiny_lm.engine.lm_sampling import sample_group
     from app.kinds.tiny_lm.engine.params import MAX_NEW_TOKENS, TokenParams
     from app.kinds.tiny_lm.engine.tiny_lm_grpo import STATEMENT_MODULES, build_tiny_lm_grpo

@@ -20,8 +20,8 @@ from app.engine.grpo.presets import PRESET_NAMES, PRESETS
 from app.engine.grpo.token_step import token_grpo_step
 from app.kinds.toy.domain.toy_task import TOY_PROMPTS
 from app.kinds.toy.engine.compare import compare_step, grad_change
-from app.kinds.toy.engine.grpo_step import TrainingDiverged, run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import TrainingDiverged, run_grpo_step
 
 REL = 1e-12  # engine vs reference, relative to the operands' size
 FD_STEP = 1e-6

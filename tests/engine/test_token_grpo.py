@@ -82,8 +82,8 @@ def test_loss_and_per_token_gradient_match_the_reference(group, fields):
 
 def test_one_token_completions_reduce_to_the_toy_step():
     """T = 1 everywhere: the same numbers as the walkthrough's one-token GRPO step."""
-    from app.kinds.toy.engine.grpo_step import run_grpo_step
     from app.kinds.toy.engine.params import GRPOParams
+    from app.kinds.toy.engine.step import run_grpo_step
 
     params = GRPOParams(preset="verl", beta=0.04)
     result = run_grpo_step(params)

@@ -16,7 +16,7 @@ from run_fixtures import healthy
 from app.__main__ import main as app_main
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 from app.runs.domain.run_dir import find_step_records, run_root
 from app.runs.examples import RUN_DIR
 

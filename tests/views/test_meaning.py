@@ -12,8 +12,8 @@ from snapshots import SEED_PATH, other_snapshot, seed_dict
 
 from app.domain.snapshot import load_snapshot, parse_snapshot
 from app.kinds.toy.domain.toy_task import ROLE_LABELS, TOY_PROMPTS
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import run_grpo_step
 from app.kinds.toy.views.meaning import choice_label, filled_formula
 from app.views.meaning import NodeMeaning, node_meaning
 from app.views.numbers import param, significant

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, RedirectResponse, StreamingRespons
 
 from app.domain.uploads import UploadRejected
 from app.engine.runtime.compute import ComputeBusy
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
+from app.kinds.toy.engine.step import TrainingDiverged
 from app.web.compute_pool import Finished, _portable, finished, rebuild
 from app.web.errors import NotFound, NotRunnable
 from app.web.executor import SlotGate

@@ -22,7 +22,7 @@ from live_server import running_server
 from reporting import report
 from run_async import run_async
 
-from app.kinds.toy.engine.grpo_step import run_grpo_step
+from app.kinds.toy.engine.step import run_grpo_step
 
 pytestmark = [pytest.mark.slow, pytest.mark.slower_tier, pytest.mark.serial]
 # real server processes under load: `make test-slower`, alone (serial), after its parallel phase (10,000 requests, ~4 min)

@@ -1,6 +1,7 @@
 """Two recorded steps of one run, compared (issue 34): each record recomputed by torch under its own conventions
-(engine/recompute.py: the ratios, KL and advantages its loss saw), then the same quantities of both set side by
-side (domain/two_sample.py), the prompts the two steps share, and the tokens whose log π_θ moved most.
+(the step-record kind's engine/step.py: the ratios, KL and advantages its loss saw), then the same quantities
+of both set side by side (domain/two_sample.py), the prompts the two steps share, and the tokens whose log π_θ
+moved most.
 
 Per-token quantities count trained tokens only (loss mask 1), as every per-token number of the app does. A
 value that is not finite (a ratio that overflowed) is left out of its distribution, and counted.

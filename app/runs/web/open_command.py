@@ -24,7 +24,7 @@ from pathlib import Path
 from app.domain.uploads import UploadRejected, UploadStore
 from app.kinds.step_record.domain.opening import MAX_RECORD_BYTES
 from app.kinds.step_record.engine.checks import checks, unchecked
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 from app.runs.domain.run_dir import STATE, NoRunLog
 from app.runs.domain.run_findings import findings
 from app.runs.domain.run_log import RunLogError

@@ -1,4 +1,4 @@
-"""A recorded step recomputed (engine/recompute.py) against an independent float64 reference written
+"""A recorded step recomputed (engine/step.py) against an independent float64 reference written
 here from TRL 1.16's `_compute_loss` (grpo_trainer.py ~3020-3270), in numpy, one completion at a time:
 the loss under each aggregation, GSPO's sequence ratio, CISPO, the KL with TRL's bias correction, the
 metrics TRL logs, and ∂loss/∂log π against central differences of the reference."""
@@ -10,7 +10,7 @@ from record_factory import make_record
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 
 AGGREGATIONS = ("sample_mean", "token_mean", "token_sum_norm")
 

@@ -16,7 +16,7 @@ from app.engine.grpo import objective
 from app.engine.grpo.params import Conventions
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine import checks as record_checks
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 from app.kinds.step_record.views.diagnostics import length_reward
 
 UNIPO = ROOT / "tests" / "fixtures" / "unipo_canonical.json"

@@ -11,7 +11,7 @@ from record_factory import make_record
 
 from app.engine.grpo.params import Conventions
 from app.kinds.step_record.domain.parsing import parse_record
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 
 TOL = 1e-12
 

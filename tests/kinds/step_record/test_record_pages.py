@@ -170,7 +170,7 @@ def test_a_dr_grpo_what_if_divides_by_the_records_max_length(client, record_id):
     """Dr. GRPO's constant is the run's max_completion_length: the what-if takes the record's (600 here),
     not the Conventions default of 1, unless the URL names another."""
     from app.engine.grpo.params import Conventions
-    from app.kinds.step_record.engine.recompute import recompute
+    from app.kinds.step_record.engine.step import recompute
 
     record = client.app.state.catalog.get(record_id).payload
     expected = recompute(record, Conventions(preset="dr_grpo", max_length=600)).loss

@@ -10,7 +10,7 @@ from paths import ROOT
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.engine.checks import checks
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 
 FIXTURE = ROOT / "tests" / "fixtures" / "trl_step_record.grpo-step.json"
 

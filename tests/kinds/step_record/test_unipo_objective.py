@@ -15,7 +15,7 @@ from unipo_fixture import FIXTURE, fixture_script
 
 from app.kinds.step_record.domain.parsing import parse_record
 from app.kinds.step_record.domain.unipo import token_objectives
-from app.kinds.step_record.engine.recompute import recompute
+from app.kinds.step_record.engine.step import recompute
 
 
 def test_the_per_token_objective_equals_the_files_token_objective(unipo):

@@ -5,7 +5,7 @@ import grpo_reference as ref
 import pytest
 
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.engine.step import run_token_step
 
 TOL = 1e-12
 

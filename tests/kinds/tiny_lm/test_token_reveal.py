@@ -12,7 +12,7 @@ from app.kinds.tiny_lm.domain.arith_task import rewards
 from app.kinds.tiny_lm.domain.sums_task import make_sum_prompts, running_steps
 from app.kinds.tiny_lm.engine.lm_plans import GRPO_RECIPES, RULES_ALL
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.engine.step import run_token_step
 from app.kinds.tiny_lm.views.lm_path_panel import FINAL_RULE, example_rows
 from app.kinds.tiny_lm.views.token_form import PATH_FIELDS, TokenForm
 from app.kinds.tiny_lm.views.token_steps import STEP_METRIC, STEPS, build_token_panel, shown_at, verdict

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from app.kinds.tiny_lm.domain.arith_task import encode, make_prompts
-from app.kinds.tiny_lm.engine import token_walkthrough as tw
+from app.kinds.tiny_lm.engine import step as tw
 from app.kinds.tiny_lm.engine.lm_sampling import sample_group
 from app.kinds.tiny_lm.engine.params import MAX_NEW_TOKENS, TokenParams
 from app.kinds.tiny_lm.engine.tiny_lm import completion_logprobs

@@ -8,7 +8,7 @@ from paths import ROOT
 
 from app.domain.snapshot import load_snapshot
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.engine.step import run_token_step
 from app.kinds.tiny_lm.views.screen import BadTokenView, read_token_query
 from app.kinds.tiny_lm.views.token_form import PRESET_FILLED, TokenForm
 from app.kinds.tiny_lm.views.token_steps import STEP_METRIC, build_token_panel

@@ -17,7 +17,7 @@ from app.engine.grpo.token_step import token_grpo_step
 from app.export.__main__ import TARGETS
 from app.export.document import export
 from app.export.steps import read_steps
-from app.kinds.tiny_lm.engine import token_walkthrough as tw
+from app.kinds.tiny_lm.engine import step as tw
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.tiny_lm_grpo import TinyLMGRPO, build_tiny_lm_grpo
 from app.kinds.tiny_lm.engine.token_node_map import is_token_runnable

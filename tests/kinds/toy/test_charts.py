@@ -12,8 +12,8 @@ from jinja2 import Environment, FileSystemLoader
 from paths import ROOT, SEED_PATH
 
 from app.domain.snapshot import load_snapshot
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import run_grpo_step
 from app.kinds.toy.views.charts.advantages import advantage_bars
 from app.kinds.toy.views.charts.clip_plot import clip_plot
 from app.kinds.toy.views.charts.probabilities import probability_bars
@@ -497,8 +497,8 @@ def test_inspector_builds_the_charts_the_template_draws(run):
 
 def test_clip_plot_draws_an_asymmetric_band():
     """DAPO's clip-higher: the band is [1−ε, 1+ε_high], and the A > 0 curve breaks at 1+ε_high."""
-    from app.kinds.toy.engine.grpo_step import run_grpo_step
     from app.kinds.toy.engine.params import GRPOParams
+    from app.kinds.toy.engine.step import run_grpo_step
     from app.kinds.toy.views.charts.clip_plot import clip_plot
     run = run_grpo_step(GRPOParams(preset="dapo", rewards=(1, 0, 0, 1, 0, 0, 1, 0)))
     plot = clip_plot(0.2, run.samples, epsilon_high=0.28)

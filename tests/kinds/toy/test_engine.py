@@ -10,10 +10,10 @@ from pydantic import ValidationError
 
 from app.domain.snapshot import load_snapshot
 from app.kinds.toy.domain.toy_task import TOY_PROMPTS
-from app.kinds.toy.engine.grpo_step import TrainingDiverged, run_grpo_step
 from app.kinds.toy.engine.model import ToyConfig, ToyGRPO
 from app.kinds.toy.engine.node_map import RUNNABLE_NODE_IDS
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import TrainingDiverged, run_grpo_step
 
 SEED_FILE = "walkthroughs/toy_grpo.tensorviz.json"
 TOL = 1e-12

@@ -16,8 +16,8 @@ import pytest
 from bs4 import BeautifulSoup
 from runs import start_default_runs
 
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import run_grpo_step
 from app.kinds.toy.views.figure_control import FIGURE_BODY_ID, MAX_EDITABLE_REWARDS
 
 STEP = "/walkthroughs/toy_grpo/steps/"

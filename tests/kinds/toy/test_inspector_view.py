@@ -10,8 +10,8 @@ from runs import start_default_runs
 from snapshots import SEED_PATH, other_snapshot
 
 from app.domain.snapshot import load_snapshot
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import run_grpo_step
 from app.kinds.toy.views.inspector import build_toy_inspector as build_inspector
 from app.kinds.toy.views.meaning import choice_label, filled_formula
 from app.views.meaning import node_meaning

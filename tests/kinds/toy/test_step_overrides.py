@@ -13,8 +13,8 @@ import torch
 from pydantic import ValidationError
 
 from app.kinds.toy.engine.compare import compare_step
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import run_grpo_step
 
 TOL = 1e-12
 SAME = ("action", "reward", "logp", "logp_old", "logp_ref", "ratio", "advantage", "divergence")

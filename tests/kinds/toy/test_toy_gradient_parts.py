@@ -4,8 +4,8 @@ hand-derived part (tests/grpo_reference.py token_gradient_parts, one-token compl
 import grpo_reference as ref
 import pytest
 
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
+from app.kinds.toy.engine.step import run_grpo_step
 
 TOL = 1e-12
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from app.engine.grpo.params import Conventions
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.recompute import Recomputed, group_advantages
+from app.kinds.step_record.engine.step import Recomputed, group_advantages
 
 TOLERANCE = 1e-6  # |ΔA| / max(1, |A|): a float32 framework's advantages are within ~1e-7
 EPSILONS = (0.0, 1e-4, 1e-6, 1e-8)

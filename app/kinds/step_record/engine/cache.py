@@ -12,7 +12,7 @@ from collections import OrderedDict
 from app.engine.grpo.params import Conventions
 from app.engine.runtime.compute import LIMITER
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.recompute import Recomputed, recompute
+from app.kinds.step_record.engine.step import Recomputed, recompute
 
 LIMIT = 6
 _cache: OrderedDict[tuple[str, str], Recomputed] = OrderedDict()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.step import Recomputed
 
 TOLERANCE = 1e-6  # relative; the bar for a TRL record
 FLOAT32_EPS = 1.2e-7

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.kinds.step_record.domain.record import StepRecord
-from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.step import Recomputed
 from app.views.numbers import ratio, readout
 from app.views.tokens.metrics import visible
 

@@ -1,12 +1,12 @@
 """A recorded step's ∂loss/∂log π in its two parts, the clipped advantage term's and the KL
-penalty's (engine/recompute.py's grad_surrogate and grad_kl), as stacked bars: on the KL step for
+penalty's (engine/step.py's grad_surrogate and grad_kl), as stacked bars: on the KL step for
 some tokens of the group, and on the what-if for the tokens whose push changes sign, each under the
 record's conventions and the what-if's, so the reader sees which part turned it."""
 from __future__ import annotations
 
 import numpy as np
 
-from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.step import Recomputed
 from app.views.charts.gradient_parts import PARTS_WORDS, PartRow, PartsChart, parts_chart
 from app.views.numbers import param
 from app.views.tokens.metrics import visible

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.kinds.step_record.engine.recompute import Recomputed, node_key
+from app.kinds.step_record.engine.step import Recomputed, node_key
 from app.views.tokens.window import WINDOW
 
 NO_GRAD = {"input": "the rewards are data: no gradient reaches them",

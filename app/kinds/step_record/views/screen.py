@@ -19,7 +19,7 @@ from app.kinds.step_record.engine.advantage_fit import TOLERANCE as ADVANTAGE_TO
 from app.kinds.step_record.engine.advantage_fit import AdvantageFit, advantage_fit, advantage_gap
 from app.kinds.step_record.engine.checks import Check, Unchecked, checks, likely_causes, unchecked
 from app.kinds.step_record.engine.params import record_conventions
-from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.step import Recomputed
 from app.kinds.step_record.views import urls
 from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics

@@ -1,6 +1,6 @@
 """A recorded step's token view: the shared window and strip (app/views/tokens/window.py) over the
 recomputed step, with the record's own metrics (its log-probs, the framework's entropy, the what-if's
-change of gradient). Every number is the engine's (engine/recompute.py).
+change of gradient). Every number is the engine's (engine/step.py).
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from app.kinds.step_record.engine.recompute import CompletionResult, Recomputed
+from app.kinds.step_record.engine.step import CompletionResult, Recomputed
 from app.views.tokens.metrics import ADVANTAGE, GRAD, KL, RATIO, WEIGHT, Metric
 from app.views.tokens.window import Strip, Values, Window, build_strip, build_window
 

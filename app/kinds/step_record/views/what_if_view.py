@@ -1,7 +1,7 @@
 """A recorded step's what-if, as the record's page shows it: the numbers both sides give, the
 conventions it changed (the record's value beside the what-if's, as the toy's Compare), and why the
 app's advantages from the rewards differ from the framework's, with the switch that tests the cause.
-Words and rows only: the recomputations come finished (engine/recompute.py, engine/advantage_fit.py)."""
+Words and rows only: the recomputations come finished (engine/step.py, engine/advantage_fit.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.kinds.step_record.engine.advantage_fit import AdvantageFit
-from app.kinds.step_record.engine.recompute import Recomputed
+from app.kinds.step_record.engine.step import Recomputed
 from app.views.convention_text import FIELD_NAMES
 from app.views.numbers import readout
 from app.views.urls import query_value

@@ -9,7 +9,7 @@ import numpy as np
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.cache import recomputed
 from app.kinds.step_record.engine.checks import checks, unchecked
-from app.kinds.step_record.engine.recompute import node_key
+from app.kinds.step_record.engine.step import node_key
 
 
 def _list(x: np.ndarray) -> list:

@@ -15,8 +15,8 @@ from app.engine.jobs.client import JOBS
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
+from app.kinds.tiny_lm.engine.step import run_token_step
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
-from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
 from app.stores.jobs import JobRecord
 
 

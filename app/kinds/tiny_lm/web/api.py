@@ -7,7 +7,7 @@ from fastapi import Query, Request, Response
 
 from app.kinds.tiny_lm.domain.kind_id import KIND_ID
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.token_walkthrough import run_token_step
+from app.kinds.tiny_lm.engine.step import run_token_step
 from app.kinds.tiny_lm.web.deps import TokenParamsDep
 from app.kinds.tiny_lm.web.schemas.tokens import tokens_payload
 from app.web.deps import (

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from app.engine.grpo.params import Conventions
 from app.engine.runtime.compute import cached_computation
-from app.kinds.toy.engine.grpo_step import record_grpo_step, replay, shown_model, step_result, with_conventions
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.step import record_grpo_step, replay, shown_model, step_result, with_conventions
 
 
 @dataclass(frozen=True)

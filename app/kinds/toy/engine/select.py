@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from app.kinds.toy.domain.process_spec import ProcessCatalog
-from app.kinds.toy.engine.grpo_step import run_grpo_step
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.process_jobs import process_run
 from app.kinds.toy.engine.processes import ProcessRun
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.engine.stage_step import stage_step
+from app.kinds.toy.engine.step import run_grpo_step
 
 
 def step_for_view(params: GRPOParams, device: str, processes: ProcessCatalog | None,

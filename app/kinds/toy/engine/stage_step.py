@@ -15,12 +15,12 @@ from app.engine.runtime.compute import cached_computation
 from app.engine.runtime.recorder import capture, node_record, parameter_grads
 from app.engine.runtime.records import NodeRecord
 from app.kinds.toy.domain.toy_task import TOY_PROMPTS
-from app.kinds.toy.engine.grpo_step import record_grpo_step
 from app.kinds.toy.engine.model import ToyConfig, ToyGRPO
 from app.kinds.toy.engine.node_map import NO_GRAD_REASON, POLICY_NODES, RUNNABLE_NODE_IDS
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.processes import GROUP_SIZE, GRPO_LR, INNER_STEPS, ProcessRun, StageRun, X, new_policy
 from app.kinds.toy.engine.records import StepResult
+from app.kinds.toy.engine.step import record_grpo_step
 
 GRPO_ONLY = sorted(RUNNABLE_NODE_IDS - set(POLICY_NODES) - {"output"})
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.compare import Comparison, compare_step
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.process_jobs import process_run
 from app.kinds.toy.engine.processes import ProcessRun
 from app.kinds.toy.engine.records import StepResult
 from app.kinds.toy.engine.select import step_for_view
+from app.kinds.toy.engine.step import TrainingDiverged
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,7 @@ def build_story_figure(result: StepResult | None, step_id: str) -> StoryFigure |
     parts = tuple(rule.split(" + "))
     if result.history.get("process") and all(p in COMPONENTS for p in parts):  # a stage's components
         paid = {c: role_rewards(parts)[prompt.role(c)] for c in range(len(ROLES))}
-    elif result.params.rewards is None:  # the walkthrough's accuracy rule (grpo_step.step_result)
+    elif result.params.rewards is None:  # the walkthrough's accuracy rule (engine/step.py's step_result)
         paid = {c: 1.0 if c == prompt.correct else 0.0 for c in range(len(ROLES))}
     known = list(paid.values()) or [0.0]
     key = tuple(ChoiceKey(c, ROLE_LABELS[prompt.role(c)], paid.get(c),

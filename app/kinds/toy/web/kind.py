@@ -13,9 +13,9 @@ from app.engine.jobs.tasks import JobTask
 from app.kinds.toy.domain.kind_id import KIND_ID
 from app.kinds.toy.domain.process_spec import ProcessCatalog, load_processes
 from app.kinds.toy.engine import export_target, process_jobs
-from app.kinds.toy.engine.grpo_step import TrainingDiverged
 from app.kinds.toy.engine.node_map import is_runnable
 from app.kinds.toy.engine.params import DEFAULT_SEED
+from app.kinds.toy.engine.step import TrainingDiverged
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.meaning import describe_toy
 from app.kinds.toy.views.story import STORIES
