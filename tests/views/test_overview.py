@@ -11,7 +11,7 @@ from app.domain.snapshot import load_snapshot, parse_snapshot
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.engine.step_inputs import obtain
 from app.kinds.toy.views.screen import build_screen
-from app.kinds.toy.views.view_state import parse_view, view_for_step
+from app.kinds.toy.views.url_state import parse_view, view_for_step
 from app.views.graph import build_graph_view
 from app.views.graph_layout import edge_box_crossings
 

@@ -9,9 +9,9 @@ from paths import ROOT
 from app.domain.snapshot import load_snapshot
 from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.step import run_token_step
-from app.kinds.tiny_lm.views.screen import BadTokenView, read_token_query
 from app.kinds.tiny_lm.views.token_form import PRESET_FILLED, TokenForm
 from app.kinds.tiny_lm.views.token_steps import STEP_METRIC, build_token_panel
+from app.kinds.tiny_lm.views.url_state import BadTokenView, read_token_query
 from app.views.meaning import node_meaning
 from app.views.numbers import ratio, readout
 from app.views.tokens.token_view import CLIP_METRICS, METRICS, VALUES

@@ -1,4 +1,4 @@
-"""Compare mode's URL state (views/view_state.py), view model (compare_view.py) and graph marker
+"""Compare mode's URL state (views/url_state.py), view model (compare_view.py) and graph marker
 (compare_marks.py), without the web layer."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from app.kinds.toy.views.compare_cases import CASES
 from app.kinds.toy.views.compare_marks import change_detail, change_tag, grad_marks, percent
 from app.kinds.toy.views.compare_view import build_compare_view
 from app.kinds.toy.views.screen import build_screen
-from app.kinds.toy.views.view_state import COMPARE_KEYS, parse_compare, parse_view
+from app.kinds.toy.views.url_state import COMPARE_KEYS, parse_compare, parse_view
 from app.views.graph_layout import crosses_any
 from app.views.urls import conventions_query
 

@@ -23,7 +23,7 @@ from app.kinds.toy.views.charts.comparison import comparison
 from app.kinds.toy.views.charts.pipeline import pipeline
 from app.kinds.toy.views.charts.stage_curves import stage_curves
 from app.kinds.toy.views.process_panel import build_process_panel, reward_rows, sampling_note
-from app.kinds.toy.views.view_state import parse_view
+from app.kinds.toy.views.url_state import parse_view
 from app.views.charts.frame import wrap
 from app.views.charts.line_charts import line_chart
 from app.views.numbers import significant

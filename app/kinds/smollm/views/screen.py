@@ -14,8 +14,8 @@ from app.engine.runtime.records import NodeRecord
 from app.kinds.smollm.engine.step_records import SmolStepResult, WideNode
 from app.kinds.smollm.views import figures
 from app.kinds.smollm.views.model_facts import PACKAGED_WALKTHROUGH, ModelFacts, model_facts
-from app.kinds.smollm.views.query import SmolQuery
 from app.kinds.smollm.views.story import STORIES, stories_for
+from app.kinds.smollm.views.url_state import SmolQuery
 from app.views.inspector import InspectorView, build_inspector
 from app.views.meaning import node_meaning
 from app.views.screen import Screen, build_graph

@@ -1,5 +1,5 @@
 """The real-model walkthrough's step page and its progress box. Thin: the query is read by
-views/query.py, the screen built by views/screen.py; the step itself is a job (engine/step_task.py)
+views/url_state.py, the screen built by views/screen.py; the step itself is a job (engine/step_task.py)
 that only a POST starts (the shared route `POST /walkthroughs/{id}/steps/{step}`), so a GET reads
 the job store and draws what is there: the figures when the step is done, else its progress."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from starlette.responses import Response
 from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import checkpoint, step_task
 from app.kinds.smollm.views.model_facts import model_facts
-from app.kinds.smollm.views.query import BadSmolView, SmolQuery, read_smol_query
 from app.kinds.smollm.views.screen import RunState, build_smol_screen
+from app.kinds.smollm.views.url_state import BadSmolView, SmolQuery, read_smol_query
 from app.kinds.smollm.web.model_choice import own_model
 from app.kinds.smollm.web.paths import build_panel
 from app.stores.jobs import SERVER

@@ -18,8 +18,8 @@ from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, run_task
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.views.model_facts import SMOLLM2, ModelFacts, model_facts
-from app.kinds.smollm.views.query import SmolQuery
 from app.kinds.smollm.views.run_panel import TINY_LM_PATHS, WHY_NOT, RunPanel, path_tabs, run_view
+from app.kinds.smollm.views.url_state import SmolQuery
 from app.kinds.smollm.web.model_choice import own_model
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, DeviceDep, find_loaded

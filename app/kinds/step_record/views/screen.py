@@ -1,7 +1,7 @@
 """A recorded step's screen: the shared graph screen plus the group, the token window under its
 overview strip, the checks against the framework's log, the diagnostics and the what-if.
 
-Built from URL state (record_query.py) and the engine's recomputation, which the page obtains first
+Built from URL state (url_state.py) and the engine's recomputation, which the page obtains first
 (web/pages.py, from engine/cache.py): this module computes nothing. The step
 decides the strip's number (story.STEP_METRIC) unless the URL names another. The what-if's rows and
 words are what_if_view.py's.
@@ -25,9 +25,9 @@ from app.kinds.step_record.views.conventions_words import conventions_words
 from app.kinds.step_record.views.diagnostics import Finding, diagnostics
 from app.kinds.step_record.views.gradient_parts_view import kl_parts_chart, sign_change_chart
 from app.kinds.step_record.views.node_view import NodeView, build_node_view
-from app.kinds.step_record.views.record_query import RecordQuery
 from app.kinds.step_record.views.story import STEP_METRIC, STORIES
 from app.kinds.step_record.views.token_window import METRICS, Strip, Window, build_record_strip, build_record_window
+from app.kinds.step_record.views.url_state import RecordQuery
 from app.kinds.step_record.views.what_if_view import (
     AdvantageCause,
     CompareRow,

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.cache import recomputed
-from app.kinds.step_record.views.record_query import BadRecordView, read_record_query
 from app.kinds.step_record.views.screen import BadRecordPlace, build_record_screen, check_place
+from app.kinds.step_record.views.url_state import BadRecordView, read_record_query
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.errors import NotFound
 from app.web.kind import StepRequest

@@ -1,5 +1,5 @@
 """The tiny-LM walkthrough's step page: the same URL and template as any walkthrough, its
-numbers from the token-level engine. Thin: parsing and building live in views/screen.py."""
+numbers from the token-level engine. Thin: parsing lives in views/url_state.py, building in views/screen.py."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -16,13 +16,8 @@ from app.kinds.tiny_lm.engine.params import TokenParams
 from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
 from app.kinds.tiny_lm.engine.step_inputs import obtain, obtain_paths, path_jobs
 from app.kinds.tiny_lm.views import urls
-from app.kinds.tiny_lm.views.screen import (
-    BadTokenView,
-    TokenQuery,
-    build_token_screen,
-    path_panel,
-    read_token_query,
-)
+from app.kinds.tiny_lm.views.screen import build_token_screen, path_panel
+from app.kinds.tiny_lm.views.url_state import BadTokenView, TokenQuery, read_token_query
 from app.views.urls import URLS
 from app.views.view_state import UnknownViewPart, ViewState
 from app.web.deps import CatalogDep, DeviceDep, find_loaded

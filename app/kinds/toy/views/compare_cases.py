@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 from app.engine.grpo.params import Conventions
 from app.kinds.toy.engine.params import GRPOParams
-from app.kinds.toy.views.view_state import parse_compare
+from app.kinds.toy.views.url_state import parse_compare
 
 
 @dataclass(frozen=True)

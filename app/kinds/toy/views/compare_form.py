@@ -12,7 +12,7 @@ from app.engine.grpo.presets import PRESET_NAMES, PRESET_TITLES, PRESETS
 from app.kinds.toy.views.compare_cases import CASES, CompareCase
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.screen import ToyScreen
-from app.kinds.toy.views.view_state import COMPARE_KEYS, CompareRequest
+from app.kinds.toy.views.url_state import COMPARE_KEYS, CompareRequest
 from app.views.urls import COMPARE_PREFIX, conventions_query, query_value
 
 ENTER_PRESET = "trl"  # the Compare button: the page's step against TRL's defaults

@@ -23,7 +23,7 @@ from app.kinds.toy.views.compare_marks import GradMark, change_detail, change_ta
 from app.kinds.toy.views.form import FIELDS
 from app.kinds.toy.views.inspector import sample_choice_labels
 from app.kinds.toy.views.screen import ToyScreen
-from app.kinds.toy.views.view_state import CompareRequest
+from app.kinds.toy.views.url_state import CompareRequest
 from app.views.meaning import node_meaning
 from app.views.urls import conventions_query, params_query, query_value
 

@@ -16,7 +16,7 @@ from app.kinds.toy.engine.processes import METRICS_NOTE, ProcessRun, StageRun
 from app.kinds.toy.views.charts.comparison import ComparisonChart, comparison
 from app.kinds.toy.views.charts.pipeline import Pipeline, kind_label, pipeline
 from app.kinds.toy.views.charts.stage_curves import stage_curves
-from app.kinds.toy.views.view_state import ToyState
+from app.kinds.toy.views.url_state import ToyState
 from app.views.charts.line_charts import LineChart
 from app.views.numbers import significant
 from app.views.view_state import ViewState

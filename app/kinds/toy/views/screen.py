@@ -20,7 +20,7 @@ from app.kinds.toy.views.path_view import PathView, build_path_view
 from app.kinds.toy.views.process_panel import ProcessPanel, build_process_panel
 from app.kinds.toy.views.sample_table import SampleTable, build_sample_table
 from app.kinds.toy.views.story import STORIES, StoryFigure, build_story_figure
-from app.kinds.toy.views.view_state import ToyState, view_for_step
+from app.kinds.toy.views.url_state import ToyState, view_for_step
 from app.views.numbers import readout
 from app.views.screen import GraphAnnotation, Screen, build_graph
 from app.views.urls import conventions_query, params_query

@@ -13,7 +13,7 @@ from app.engine.grpo.params import Conventions
 from app.kinds.toy.domain.process_spec import Process, ProcessCatalog, Stage
 from app.kinds.toy.engine.params import GRPOParams
 from app.kinds.toy.views.form import allowed_range
-from app.kinds.toy.views.view_state import COMPARE_KEYS, parse_compare
+from app.kinds.toy.views.url_state import COMPARE_KEYS, parse_compare
 from app.views.urls import COMPARE_PREFIX
 from app.web.conventions_query import query_field
 from app.web.errors import NotFound
@@ -54,7 +54,7 @@ async def grpo_params(query: Annotated[GRPOQuery, Query()]) -> GRPOParams:
 
 async def compare_conventions(request: Request, query: Annotated[CompareQuery, Query()]) -> Conventions:
     """Side B: `Conventions(preset=vs_preset or "deepseekmath", **other vs_ fields)`, parsed as the
-    page parses it (views/view_state.parse_compare); refusals are 422s naming the vs_ parameter."""
+    page parses it (views/url_state.parse_compare); refusals are 422s naming the vs_ parameter."""
     parsed = parse_compare(request.query_params)
     if parsed.errors:  # side B has side A's ranges
         raise RequestValidationError([{**e, "allowed": allowed_range(str(e["loc"][1]).removeprefix(COMPARE_PREFIX))}

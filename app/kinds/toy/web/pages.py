@@ -1,5 +1,5 @@
 """The toy's step page: the shared page and view templates, its numbers from the toy's engine.
-Thin, and one way: the URL is parsed (views/view_state.py), the engine obtains every number the page
+Thin, and one way: the URL is parsed (views/url_state.py), the engine obtains every number the page
 needs (engine/step_inputs.py), then the views build the screen from them (screen.py, compare_view.py)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from app.kinds.toy.views.compare_view import build_compare_view
 from app.kinds.toy.views.figure_control import FIGURE_BODY_ID
 from app.kinds.toy.views.form import FORM_FIELDS, ParamForm
 from app.kinds.toy.views.screen import build_screen
-from app.kinds.toy.views.view_state import parse_compare, parse_view
+from app.kinds.toy.views.url_state import parse_compare, parse_view
 from app.views.view_state import UnknownViewPart
 from app.web.errors import NotFound
 from app.web.kind import StepRequest

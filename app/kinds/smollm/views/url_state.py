@@ -34,7 +34,7 @@ class SmolQuery:
     process: str | None = None  # the training path the paths panel shows (?process=r1-zero)
 
     def query(self) -> dict[str, str]:
-        """The non-default parameters, then the view's indices (views/view_state.py's KindState)."""
+        """The non-default parameters, then the view's indices (app/views/view_state.py's KindState)."""
         if self.refused is not None:
             q = dict(self.raw)
         else:
