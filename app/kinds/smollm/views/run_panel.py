@@ -17,7 +17,6 @@ from app.stores.jobs import JobRecord
 from app.views.charts.line_charts import LineChart, line_chart
 from app.views.numbers import significant
 
-TINY_LM_PATHS = "/walkthroughs/tiny_lm_grpo/steps/sample?process={path}#lm-path-panel"
 WHY_NOT = {
     "r1": "R1 starts with supervised fine-tuning on long reasoning traces (a cold start, §2.3.1), then GRPO, "
           "then rejection sampling and SFT again, then GRPO once more: four stages of their own, each a run "

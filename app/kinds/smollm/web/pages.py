@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import checkpoint, step_task
+from app.kinds.smollm.views import urls
 from app.kinds.smollm.views.model_facts import model_facts
 from app.kinds.smollm.views.screen import RunState, build_smol_screen
 from app.kinds.smollm.views.url_state import BadSmolView, SmolQuery, read_smol_query
@@ -74,7 +74,7 @@ def step_page(asked: StepRequest) -> Response:
     run, result = run_state(q, asked.device, model)
     if result is not None:
         _check_view(result, q)
-    poll = f"{URLS.walkthrough(walkthrough_id)}/smollm-progress?{urlencode({**q.query(), 'step': step_id})}"
+    poll = urls.progress(walkthrough_id, {**q.query(), "step": step_id})
     panel = build_panel(walkthrough_id, step_id, q, asked.device, model, model_facts(snapshot))
     screen = build_smol_screen(snapshot, state, run, result, state.url(snapshot), poll, panel)
     context = step_context(screen, asked.catalog)

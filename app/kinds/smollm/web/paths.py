@@ -17,8 +17,9 @@ from app.engine.jobs.client import JOBS
 from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, run_task
 from app.kinds.smollm.engine.params import SmolParams
+from app.kinds.smollm.views import urls
 from app.kinds.smollm.views.model_facts import SMOLLM2, ModelFacts, model_facts
-from app.kinds.smollm.views.run_panel import TINY_LM_PATHS, WHY_NOT, RunPanel, path_tabs, run_view
+from app.kinds.smollm.views.run_panel import WHY_NOT, RunPanel, path_tabs, run_view
 from app.kinds.smollm.views.url_state import SmolQuery
 from app.kinds.smollm.web.model_choice import own_model
 from app.views.urls import URLS
@@ -47,15 +48,15 @@ def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, mo
     run = run_task.params_of(params)
     job = JOBS.find(task, params) if checkpoint.runnable(model) else None
     result = JOBS.result(job) if job is not None and job.state == "done" else None
-    base = URLS.paths_panel(walkthrough_id, "r1-zero", {"step": step_id, "seed": str(seed)})
     waiting = job is not None and not job.finished
 
     def page(p: str) -> str:
         return URLS.step(walkthrough_id, step_id, q.with_view(process=p).query()) + "#smol-paths"
 
     return RunPanel(path, path_tabs(path, page), job, run_view(result, facts) if result is not None else None,
-                    start_url=base, poll_url=f"{base}&process={path}" if waiting else None,
-                    why_not=WHY_NOT.get(path), tiny_lm_url=TINY_LM_PATHS.format(path=path), steps=run.steps,
+                    start_url=urls.r1_zero_paths(walkthrough_id, step_id, seed),
+                    poll_url=urls.r1_zero_paths(walkthrough_id, step_id, seed, path) if waiting else None,
+                    why_not=WHY_NOT.get(path), tiny_lm_url=urls.tiny_lm_path(path), steps=run.steps,
                     group_size=run.group_size, max_new_tokens=run.max_new_tokens, seed=seed,
                     queue_place=JOBS.ahead(job) if job is not None else None, facts=facts)
 
