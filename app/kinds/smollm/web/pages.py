@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.engine.jobs.client import JOBS
+from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, step_task
 from app.kinds.smollm.views import urls
 from app.kinds.smollm.views.model_facts import model_facts
@@ -98,7 +99,7 @@ def progress_box(request: Request, walkthrough_id: str, cat: CatalogDep, dev: De
     """The progress box alone, as the page polls it while the step runs (a GET: it never starts one).
     Once the step is done it sends the reader to the finished page (HX-Redirect)."""
     entry = find_loaded(cat, walkthrough_id)
-    if entry.snapshot is None or entry.kind != "smollm":
+    if entry.snapshot is None or entry.kind != KIND_ID:
         raise NotFound(f"walkthrough {walkthrough_id!r} is not the real model's")
     query = {k: v for k, v in request.query_params.items() if k != "step"}
     q = read_query(query)
