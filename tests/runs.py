@@ -26,7 +26,7 @@ def start(client, url: str):
 def start_toy_paths(catalog, seed: int, iterations_scale: int = 1) -> None:
     """Every toy path's run queued (for view tests on the job client alone, tests/conftest.py's `job_client`)."""
     from app.engine.jobs.client import JOBS
-    from app.kinds.toy.engine.process_jobs import TASK, process_params
+    from app.kinds.toy.engine.process_jobs import process_job
 
     for pid in catalog.ids:
-        JOBS.submit(TASK, process_params(catalog, pid, seed, iterations_scale))
+        JOBS.submit(*process_job(catalog, pid, seed, iterations_scale))

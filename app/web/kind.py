@@ -25,7 +25,7 @@ from app.domain.snapshot import Node, Snapshot
 from app.domain.uploads import MAX_BYTES, MB, upload_limit
 from app.engine.export_target import ExportTarget
 from app.engine.grpo.params import Conventions
-from app.engine.jobs.tasks import JobTask
+from app.engine.jobs.tasks import Job, JobTask
 from app.views.meaning import NodeMeaning
 from app.views.screen import PartOf
 from app.web.settings import Settings
@@ -74,9 +74,8 @@ class WalkthroughFile(NamedTuple):
 
 
 class DefaultRun(NamedTuple):
-    """A run the server queues itself at start-up: a job (task, params) and when it comes (FIRST_PAGE...)."""
-    task: str
-    params: dict[str, Any]
+    """A run the server queues itself at start-up: a job and when it comes (FIRST_PAGE...)."""
+    job: Job
     order: int = FIRST_PAGE
 
 
@@ -119,13 +118,13 @@ class Kind:
     allowed_range: Callable[[str], str | None] | None = None
     # Its runs that are jobs (app/engine/jobs): the runner processes run exactly these
     tasks: tuple[JobTask, ...] = ()
-    # The job of one of its training paths: (request, entry, path id, the path API's query) ->
-    # (task name, params). KeyError for a path it does not have; ValueError names a bad parameter.
-    path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
+    # The job of one of its training paths: (request, entry, path id, the path API's query) -> the Job (made
+    # by its JobParams: one key function). KeyError for a path it does not have; ValueError names a bad parameter.
+    path_job: Callable[[Request, CatalogEntry, str, Mapping[str, Any]], Job] | None = None
     # The jobs a step page will read (a training path its URL names): awaited on the event loop
     # before the page takes a compute slot (web/jobs/wait.py), and started by a POST to the page's
     # own address (its Run button). [] for none, or for a query the page itself will refuse.
-    step_jobs: Callable[[Request, CatalogEntry], list[tuple[str, dict[str, Any]]]] | None = None
+    step_jobs: Callable[[Request, CatalogEntry], list[Job]] | None = None
     # Whether a GET of the page waits for those jobs (up to WAIT_S) before drawing it. A kind whose
     # runs take longer than a reader would wait (the real model's step) draws the page at once with
     # the run's progress instead, and reads the jobs itself.

@@ -2,14 +2,15 @@
 lanes' jobs do not count (each lane has its own runner); a job that is not queued has no place."""
 from __future__ import annotations
 
+import job_tasks
+
 from app.engine.jobs.client import JobClient
 from app.engine.jobs.tasks import JobTask
 from app.stores.jobs import Ask, open_job_backend
 
 
 def task(name: str, lane: str) -> JobTask:
-    return JobTask("k", name, lambda params, progress: None, (), lambda params, result: {}, lambda params: name,
-                   lane=lane)
+    return job_tasks.task(name, lane=lane)
 
 
 def test_a_queued_job_counts_its_lanes_jobs_ahead_of_it(tmp_path):

@@ -53,7 +53,7 @@ def uninterrupted(seed: int, scale: float) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(Settings().torch_threads)
     try:
-        params = path_tasks.path_params("r1-zero", seed, "cpu", scale)
+        params = path_tasks.path_params("r1-zero", seed, "cpu", scale)  # typed: LmPathJob
         result = path_tasks.run_task(params, lambda *a: None)
     finally:
         torch.set_num_threads(threads)

@@ -123,7 +123,7 @@ def test_a_failing_job_is_shown_failed_with_its_error_and_starts_again_on_reques
     calls = []
 
     def fails_once(params, progress):
-        calls.append(params["seed"])
+        calls.append(params.seed)
         if len(calls) == 1:
             raise RuntimeError("injected fault: the GPU fell off")
         return real.run(params, progress)

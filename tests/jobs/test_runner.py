@@ -12,6 +12,7 @@ import struct
 import threading
 from dataclasses import dataclass
 
+import job_tasks
 import pytest
 import torch
 
@@ -160,7 +161,7 @@ def test_codec_refuses_a_type_the_task_does_not_allow_and_never_unpickles_code()
 
 
 def make_task(run) -> JobTask:
-    return JobTask("k", "t", run, (Point,), lambda params, result: {"x": result.x}, lambda params: "test")
+    return job_tasks.task("t", run, (Point,), lambda params, result: {"x": result.x}, lambda params: "test")
 
 
 @pytest.fixture
@@ -183,7 +184,7 @@ def test_a_runner_runs_a_job_once_and_stores_its_result(store):
     runner = JobRunner(store, {"t": make_task(run)}, name="host:1")
     assert runner.run_one() and not runner.run_one()
     done = store.get(job.id)
-    assert done.state == "done" and done.runner == "host:1" and done.attempts == 1 and calls == [{"seed": 3}]
+    assert done.state == "done" and done.runner == "host:1" and done.attempts == 1 and [c.model_dump() for c in calls] == [{"seed": 3}]
     assert codec.loads(store.result(job.id), (Point,)) == Point(3 / 7, "done")
     assert done.code_version == code_version()
 

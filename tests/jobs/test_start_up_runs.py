@@ -8,9 +8,11 @@ from __future__ import annotations
 import threading
 import time
 
+import job_tasks
+
 from app.engine.jobs.client import JobClient
 from app.engine.jobs.runner import PAUSED, JobRunner, Lanes, process_runners
-from app.engine.jobs.tasks import JobTask, code_version
+from app.engine.jobs.tasks import Job, code_version
 from app.stores.jobs import SERVER, Ask, JobSpec, open_job_backend
 from app.web.kind import FIRST_PAGE, FIRST_PATH, LONG_PATHS, REAL_STEP, DefaultRun
 
@@ -53,13 +55,14 @@ def test_the_defaults_are_queued_in_the_order_a_visitor_needs_them(tmp_path):
     from app.engine.jobs.client import JOBS
     from app.web.jobs.start import queue_default_runs
 
-    task = JobTask("k", "t", lambda params, progress: None, (), lambda params, result: {}, lambda p: str(p["n"]))
+    task = job_tasks.task("t", title=lambda p: str(p["n"]))
     store = open_job_backend(tmp_path / "data")
     JOBS.configure(store, {"t": task}, "off")
     try:
-        queue_default_runs([DefaultRun("t", {"n": 0}, LONG_PATHS), DefaultRun("t", {"n": 1}, REAL_STEP),
-                            ("t", {"n": 2}), DefaultRun("t", {"n": 3}, FIRST_PATH), DefaultRun("t", {"n": 4}, FIRST_PAGE),
-                            DefaultRun("t", {"n": 5}, LONG_PATHS)])
+        def job(n: int) -> Job:
+            return task.params(n=n).job()
+        queue_default_runs([DefaultRun(job(0), LONG_PATHS), DefaultRun(job(1), REAL_STEP), job(2),
+                            DefaultRun(job(3), FIRST_PATH), DefaultRun(job(4), FIRST_PAGE), DefaultRun(job(5), LONG_PATHS)])
         order = [job.params["n"] for job in sorted(store.listing(), key=lambda j: j.created_at)]
         assert order == [2, 4, 3, 1, 0, 5]  # FIRST_PAGE (a plain pair is one), FIRST_PATH, REAL_STEP, LONG_PATHS
         assert {job.client for job in store.listing()} == {SERVER}
@@ -79,7 +82,7 @@ class Timeline:
             self.events.append((time.monotonic(), what))
 
 
-def tasks(timeline: Timeline) -> dict[str, JobTask]:
+def tasks(timeline: Timeline) -> dict[str, job_tasks.JobTask]:
     def background(params, progress):
         for i in range(params["steps"]):
             progress("training", i, i, params["steps"])
@@ -95,7 +98,7 @@ def tasks(timeline: Timeline) -> dict[str, JobTask]:
         return "visitor done"
 
     def make(name, fn, lane):
-        return JobTask("k", name, fn, (), lambda params, result: {}, lambda params: name, lane=lane)
+        return job_tasks.task(name, fn, lane=lane)
     return {"long": make("long", background, "long"), "short": make("short", visitor, "short")}
 
 
@@ -137,7 +140,7 @@ def test_a_start_up_run_pauses_while_a_visitors_run_computes_and_resumes_after(t
 def test_the_start_up_runner_claims_nothing_while_a_lane_is_busy(tmp_path):
     store = open_job_backend(tmp_path / "data")
     busy = Lanes()
-    task = JobTask("k", "t", lambda params, progress: "ok", (), lambda params, result: {}, lambda params: "t")
+    task = job_tasks.task("t", lambda params, progress: "ok")
     runner = JobRunner(store, {"t": task}, whose="server", activity=busy, yields=True)
     store.ensure(JobSpec("k", "t", {}, code_version(), "t"), SERVERS)
     busy.enter()
@@ -149,8 +152,7 @@ def test_the_start_up_runner_claims_nothing_while_a_lane_is_busy(tmp_path):
 def test_a_page_says_where_a_default_run_waits(tmp_path):
     client = JobClient()
     store = open_job_backend(tmp_path / "data")
-    make = lambda name, lane: JobTask("k", name, lambda p, progress: None, (), lambda p, r: {}, lambda p: name,  # noqa: E731
-                                      lane=lane)
+    make = lambda name, lane: job_tasks.task(name, lane=lane)  # noqa: E731
     client.configure(store, {"a": make("a", "short"), "b": make("b", "real"), "c": make("c", "long")}, "off")
     try:
         first = client.submit("a", {}, SERVERS)

@@ -185,7 +185,7 @@ class JobRunner:
         began = time.perf_counter()
         log.info("job %s (%s) claimed by %s, attempt %d", job.id, job.title, self.name, job.attempts)
         try:
-            result = task.run(job.params, progress)
+            result = task.execute(job.params, progress)
             raw = codec.dumps(result)
         except LeaseLost:
             log.warning("job %s: lease lost to another runner; stopped", job.id)

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.engine.jobs.client import JOBS, NotStarted
+from app.engine.jobs.tasks import Job
 from app.stores.jobs import JobRecord
 from app.web.conventions_query import ConventionsQuery
 from app.web.deps import CatalogDep, StrictQueryRoute, find_loaded
@@ -52,7 +53,7 @@ POST_RESPONSES: dict[int | str, dict[str, Any]] = {
                             "JOB_STARTS_PER_MIN): nothing was stored.", headers=RETRY_AFTER)}
 
 
-def _job(request: Request, cat, walkthrough_id: str, path: str, query: dict[str, Any]) -> tuple[str, dict]:
+def _job(request: Request, cat, walkthrough_id: str, path: str, query: dict[str, Any]) -> Job:
     entry = find_loaded(cat, walkthrough_id)
     kind = request.app.state.kinds.get(entry.kind)
     if kind is None or kind.path_job is None:
@@ -71,7 +72,7 @@ def _answer(job: JobRecord) -> JSONResponse:
     result = None
     if job.state == "done":
         value = JOBS.result(job)
-        result = None if value is None else JOBS.task(job.task).payload(job.params, value)
+        result = None if value is None else JOBS.task(job.task).answer(job.params, value)
     status = 200 if job.finished else 202
     # Only a done job's answer may be kept by caches: a failed one can be started again, a running one moves.
     headers = {} if job.state == "done" else {"Cache-Control": "no-store"}

@@ -17,13 +17,13 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from app.engine.jobs.client import JOBS
+from app.engine.jobs.tasks import Job
 from app.stores.jobs import SERVER, Ask, JobRecord
 from app.web.kind import DefaultRun
 
@@ -70,7 +70,7 @@ def start_limiter(request: Request) -> StartLimiter:
     return request.app.state.job_starts
 
 
-async def start_jobs(request: Request, needed: Iterable[tuple[str, Mapping[str, Any]]]) -> list[JobRecord]:
+async def start_jobs(request: Request, needed: Iterable[Job]) -> list[JobRecord]:
     """Queue what is not yet asked for (a failed run is queued again): the client's bucket is charged
     for each new run first (TooManyStarts), and the store refuses rows past the bound (QueueFull)."""
     needed = list(needed)
@@ -89,10 +89,11 @@ async def start_jobs(request: Request, needed: Iterable[tuple[str, Mapping[str, 
     return jobs
 
 
-def queue_default_runs(needed: Iterable[DefaultRun | tuple[str, Mapping[str, Any]]]) -> None:
+def queue_default_runs(needed: Iterable[DefaultRun | Job]) -> None:
     """The server's own runs (its kinds' defaults), queued at start-up and kept until done: a first
     visitor finds them computed, and no GET had to start them. Queued in their order (FIRST_PAGE
     first, stable within one): the start-up runner takes the server's runs in the order they were queued."""
-    runs = sorted((DefaultRun(*run) for run in needed), key=lambda run: run.order)
+    runs = sorted((run if isinstance(run, DefaultRun) else DefaultRun(run) for run in needed),
+                  key=lambda run: run.order)
     for run in runs:
-        JOBS.submit(run.task, run.params, Ask(client=SERVER, keep=True, want_s=JOBS.want_s))
+        JOBS.submit(*run.job, Ask(client=SERVER, keep=True, want_s=JOBS.want_s))

@@ -14,13 +14,14 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from app.engine.jobs.client import JOBS, JobFailed, NotStarted
+from app.engine.jobs.tasks import Job
 from app.engine.runtime.compute import ComputeBusy
 
 WAIT_S = 60.0  # as long as a kind's own short runs wait (JobClient.wait_result); past it, a 503 + Retry-After
 POLL_S = 0.05
 
 
-async def await_jobs(needed: Iterable[tuple[str, Mapping[str, Any]]], timeout_s: float = WAIT_S,
+async def await_jobs(needed: Iterable[Job], timeout_s: float = WAIT_S,
                      start: str | None = None) -> None:
     """Return once every (task, params) somebody asked for is done; NotStarted (with `start`, the
     request that would start them) when some were never asked for, JobFailed for one that failed,

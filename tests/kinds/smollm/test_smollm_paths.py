@@ -94,7 +94,7 @@ def test_a_queued_run_says_how_many_are_ahead(client, monkeypatch):
 
 
 def test_a_queued_step_says_how_many_runs_are_ahead(client, monkeypatch):
-    params = step_task.step_params(SmolParams(group_size=3, max_new_tokens=5), "cpu")
+    _, params = step_task.step_job(SmolParams(group_size=3, max_new_tokens=5), "cpu")
     waiting = JobRecord(id="e" * 64, kind="smollm", task=step_task.TASK, params=params, code_version="v",
                         device="cpu", title="step", state="queued", stage="", step=0, done=0, total=0, fraction=0.0,
                         runner=None, attempts=0, created_at=time.time(), started_at=None, finished_at=None,

@@ -4,12 +4,11 @@ the paths API read the stored result. R1 and distillation are not offered on thi
 and teacher would be runs of their own; the page says so and links the tiny LM's)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from app.engine.grpo.params import Conventions
-from app.engine.jobs.tasks import Progress
+from app.engine.jobs.tasks import Job, JobParams, Progress
 from app.kinds.smollm.engine.run_params import DEFAULT_STEPS, SmolRunParams
 from app.kinds.smollm.engine.run_records import RunAnswer, RunPoint, SmolRunResult
 
@@ -33,43 +32,51 @@ def run_params(seed: int, scale: float = 1.0, conventions: Conventions | None = 
     return SmolRunParams(**{**fields, "seed": seed, "steps": steps_for(scale)})
 
 
-def path_params(path: str, params: SmolRunParams, device: str, model: Path | None = None) -> dict[str, Any]:
-    """The job's params; `model`: an added model's GGUF file (none: the default model)."""
+class SmolPathJob(JobParams):
+    """A training path's run on the real model: the path, the run's parameters, the device, and an added model's
+    GGUF file (none: the default model)."""
+    task: ClassVar[str] = TASK
+    path: str
+    run: SmolRunParams
+    device: str
+    model: str | None = None
+
+
+def path_params(path: str, params: SmolRunParams, device: str, model: Path | None = None) -> SmolPathJob:
     if path not in PATHS:
         raise KeyError(path)
-    return {"path": path, "run": params.model_dump(mode="json"), "device": device,
-            **({"model": str(model)} if model else {})}
+    return SmolPathJob(path=path, run=params, device=device, model=str(model) if model else None)
 
 
-def params_of(job_params: Mapping[str, Any]) -> SmolRunParams:
-    return SmolRunParams(**job_params["run"])
+def path_job(path: str, params: SmolRunParams, device: str, model: Path | None = None) -> Job:
+    return path_params(path, params, device, model).job()
 
 
-def run(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) -> SmolRunResult:
+def run(job: SmolPathJob, progress: Progress, data_dir: Path) -> SmolRunResult:
     from app.engine.runtime.device import intra_op_threads
     from app.kinds.smollm.engine import checkpoint
     from app.kinds.smollm.engine.r1_zero_run import STAGES, run_r1_zero
     from app.kinds.smollm.engine.threads import job_threads
 
-    params = params_of(job_params)
+    params = job.run
     total = params.steps * STAGES_PER_STEP
 
     def report(stage: str, step: int, steps: int) -> None:
         progress(stage, step + 1, step * STAGES_PER_STEP + STAGES.index(stage), total)
 
-    loaded = checkpoint.load(data_dir, Path(job_params["model"]) if job_params.get("model") else None)
+    loaded = checkpoint.load(data_dir, Path(job.model) if job.model else None)
     with intra_op_threads(job_threads()):
-        return run_r1_zero(params, loaded, str(job_params["device"]), progress=report)
+        return run_r1_zero(params, loaded, job.device, progress=report)
 
 
-def title(job_params: Mapping[str, Any]) -> str:
-    p = job_params["run"]
-    model = Path(job_params["model"]).stem if job_params.get("model") else "SmolLM2"
-    return (f"{model} {job_params['path']}: {p['steps']} steps, G {p['group_size']} x {p['max_new_tokens']} tokens, "
-            f"seed {p['seed']} ({job_params['device']})")
+def title(job: SmolPathJob) -> str:
+    p = job.run
+    model = Path(job.model).stem if job.model else "SmolLM2"
+    return (f"{model} {job.path}: {p.steps} steps, G {p.group_size} x {p.max_new_tokens} tokens, "
+            f"seed {p.seed} ({job.device})")
 
 
-def payload(job_params: Mapping[str, Any], result: SmolRunResult) -> dict[str, Any]:
+def payload(job: SmolPathJob, result: SmolRunResult) -> dict[str, Any]:
     """The paths API's `result`: every step's logged numbers and its answers."""
     return {"seconds": result.seconds, "device": result.device, "prompts": list(result.task_names),
             "steps": [{"step": p.step, "prompt": p.task_name, "reward_mean": p.reward_mean,

@@ -8,12 +8,12 @@ step are one job) and the device.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from app.engine.grpo.token_records import TensorSummary, TokenRecord
-from app.engine.jobs.tasks import Progress
+from app.engine.jobs.tasks import Job, JobParams, Progress
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.engine.step_records import HeadNode, Rows, SmolCompletion, SmolStepResult, TokenMove, WideNode
 
@@ -35,17 +35,25 @@ def stage_weights(inner_steps: int) -> dict[str, int]:
             "inner step": STAGE_WEIGHTS["inner step"] * (inner_steps - 1)}
 
 
-def step_params(params: SmolParams, device: str, model: Path | None = None) -> dict[str, Any]:
-    """The job's params: the step, the device, and an added model's GGUF file (none: the default model)."""
-    return {"step": params.model_dump(mode="json"), "device": device, **({"model": str(model)} if model else {})}
+class SmolStepJob(JobParams):
+    """The step's job: the validated SmolParams (every field, so two spellings of one step are one job), the
+    device, and an added model's GGUF file (none: the default model)."""
+    task: ClassVar[str] = TASK
+    step: SmolParams
+    device: str
+    model: str | None = None
+
+    @property
+    def model_path(self) -> Path | None:
+        return Path(self.model) if self.model else None
 
 
-def model_of(job_params: Mapping[str, Any]) -> Path | None:
-    return Path(job_params["model"]) if job_params.get("model") else None
+def step_params(params: SmolParams, device: str, model: Path | None = None) -> SmolStepJob:
+    return SmolStepJob(step=params, device=device, model=str(model) if model else None)
 
 
-def params_of(job_params: Mapping[str, Any]) -> SmolParams:
-    return SmolParams(**job_params["step"])
+def step_job(params: SmolParams, device: str, model: Path | None = None) -> Job:
+    return step_params(params, device, model).job()
 
 
 def progress_adapter(progress: Progress, inner_steps: int = 1) -> Callable[[str, int, int], None]:
@@ -60,26 +68,23 @@ def progress_adapter(progress: Progress, inner_steps: int = 1) -> Callable[[str,
     return report
 
 
-def run_step(job_params: Mapping[str, Any], progress: Progress, data_dir: Path) -> SmolStepResult:
+def run_step(job: SmolStepJob, progress: Progress, data_dir: Path) -> SmolStepResult:
     from app.engine.runtime.device import intra_op_threads
     from app.kinds.smollm.engine import checkpoint
     from app.kinds.smollm.engine.step import run_smol_step
     from app.kinds.smollm.engine.threads import job_threads
 
-    loaded = checkpoint.load(data_dir, model_of(job_params))
-    params = params_of(job_params)
+    loaded = checkpoint.load(data_dir, job.model_path)
     with intra_op_threads(job_threads()):
-        return run_smol_step(params, loaded, str(job_params["device"]),
-                             progress=progress_adapter(progress, params.inner_steps))
+        return run_smol_step(job.step, loaded, job.device, progress=progress_adapter(progress, job.step.inner_steps))
 
 
-def title(job_params: Mapping[str, Any]) -> str:
-    p = job_params["step"]
-    typed = p.get("prompt_text")
-    asked = f"your question {_shorten(typed)!r}" if typed else f"prompt {p['prompt']}"
-    model = model_of(job_params)
-    return (f"{model.stem if model else 'SmolLM2'} step: {asked}, G {p['group_size']} x {p['max_new_tokens']} tokens, "
-            f"seed {p['seed']} ({job_params['device']})")
+def title(job: SmolStepJob) -> str:
+    p = job.step
+    asked = f"your question {_shorten(p.prompt_text)!r}" if p.prompt_text else f"prompt {p.prompt}"
+    model = job.model_path
+    return (f"{model.stem if model else 'SmolLM2'} step: {asked}, G {p.group_size} x {p.max_new_tokens} tokens, "
+            f"seed {p.seed} ({job.device})")
 
 
 def _shorten(text: str, limit: int = 40) -> str:
@@ -88,7 +93,7 @@ def _shorten(text: str, limit: int = 40) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def payload(job_params: Mapping[str, Any], result: SmolStepResult) -> dict[str, Any]:
+def payload(job: SmolStepJob, result: SmolStepResult) -> dict[str, Any]:
     """The API's `result`: the resolved parameters and optimiser, the group (ids, masks, every token's
     numbers), the loss, where the gradient landed and what the update moved."""
     return {"prompt": result.prompt_text, "params": result.params.model_dump(mode="json"),

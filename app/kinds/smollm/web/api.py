@@ -122,7 +122,8 @@ def _answer(job: JobRecord, node: str | None) -> JSONResponse:
     if job.state == "done":
         value = JOBS.result(job)
         if value is not None:
-            result = {**step_task.payload(job.params, value), **nodes_payload(value, node)}
+            result = {**step_task.payload(step_task.SmolStepJob.model_validate(job.params), value),
+                      **nodes_payload(value, node)}
     headers = {} if job.state == "done" else {"Cache-Control": "no-store"}
     return JSONResponse(job_payload(job, result), status_code=200 if job.finished else 202, headers=headers)
 
@@ -132,7 +133,7 @@ def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: Device
     """The real model's GRPO step for these parameters, as its job stands. A GET never starts it: a step nobody
     started is a 404 naming the POST that does."""
     model = _check(request, cat, walkthrough_id, params)
-    job = JOBS.find(step_task.TASK, step_task.step_params(params, dev, model))
+    job = JOBS.find(*step_task.step_job(params, dev, model))
     if job is None:
         raise NotStarted([step_task.title(step_task.step_params(params, dev, model))],
                          start=f"POST {request.url.path}{'?' + request.url.query if request.url.query else ''}")
@@ -144,5 +145,5 @@ async def start_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev
     """Start the step (a failed one again; one queued, running or done is read as it is): computed once by the
     real model's runner and kept. Limited per client (429) and by the queue's bound (503)."""
     model = _check(request, cat, walkthrough_id, params)
-    (job,) = await start_jobs(request, [(step_task.TASK, step_task.step_params(params, dev, model))])
+    (job,) = await start_jobs(request, [step_task.step_job(params, dev, model)])
     return await run_in_threadpool(_answer, job, node)

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 from app.domain.catalog import CatalogEntry, Featured
-from app.engine.jobs.tasks import JobTask, Progress
+from app.engine.jobs.tasks import Job, JobTask, Progress
 from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, export_target, own_models, run_task, step_task
 from app.kinds.smollm.engine.node_map import is_smollm_runnable
@@ -25,7 +25,7 @@ from app.web.kind import REAL_STEP, DefaultRun, Kind, KindRoute, Moved, Walkthro
 from app.web.settings import Settings
 
 
-def _run(params: Mapping[str, Any], progress: Progress):
+def _run(params: step_task.SmolStepJob, progress: Progress):
     # The runner process's settings are the server's (it is spawned with its environment): the
     # converted weights are cached in the same data directory.
     from app.web.settings import Settings
@@ -33,20 +33,22 @@ def _run(params: Mapping[str, Any], progress: Progress):
 
 
 # Its own lane: a step of tens of seconds never waits behind the tiny LM's paths, nor they behind it.
-STEP_TASK = JobTask(KIND_ID, step_task.TASK, _run, step_task.TYPES, step_task.payload, step_task.title, lane="real")
+STEP_TASK = JobTask(KIND_ID, step_task.SmolStepJob, _run, step_task.TYPES, step_task.payload, step_task.title,
+                    lane="real")
 
 
-def _run_path(params: Mapping[str, Any], progress: Progress):
+def _run_path(params: run_task.SmolPathJob, progress: Progress):
     from app.web.settings import Settings
     return run_task.run(params, progress, Settings().resolved_data_dir)
 
 
 # The same lane as the steps: one runner, one copy of the weights; a step asked for during a run waits
 # behind it (the page says how many runs are ahead).
-RUN_TASK = JobTask(KIND_ID, run_task.TASK, _run_path, run_task.TYPES, run_task.payload, run_task.title, lane="real")
+RUN_TASK = JobTask(KIND_ID, run_task.SmolPathJob, _run_path, run_task.TYPES, run_task.payload, run_task.title,
+                   lane="real")
 
 
-def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
+def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> Job:
     """The paths API's run: R1-Zero only (R1 and distillation: KeyError, a 404), `seed`, `scale` (× 20 steps)
     and the conventions (`preset` and overrides)."""
     if query.get("iterations_scale") is not None:
@@ -59,17 +61,16 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
     given = query.get("conventions") or {}
     conventions = conventions_from(given) if given else None
     model = required_model(request, entry.id)
-    return run_task.TASK, run_task.path_params(path, run_task.run_params(seed, scale, conventions),
-                                               request.app.state.device, model)
+    return run_task.path_job(path, run_task.run_params(seed, scale, conventions), request.app.state.device, model)
 
 
-def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict[str, Any]]]:
+def step_jobs(request: Request, entry: CatalogEntry) -> list[Job]:
     """The one step a page's address names (its Run button's POST starts it); [] for a refused query."""
     q = pages.read_query(request.query_params)
     model = own_model(request, entry.id)
     if q.refused is not None or not checkpoint.runnable(model):
         return []
-    return [(step_task.TASK, step_task.step_params(q.params, request.app.state.device, model))]
+    return [step_task.step_job(q.params, request.app.state.device, model)]
 
 
 def walkthrough_files(settings: Settings) -> list[WalkthroughFile]:
@@ -98,7 +99,7 @@ def default_runs(app: FastAPI) -> list[DefaultRun]:
     progress); none without the checkpoint."""
     if checkpoint.find_gguf() is None:
         return []
-    return [DefaultRun(step_task.TASK, step_task.step_params(SmolParams(), app.state.device), REAL_STEP)]
+    return [DefaultRun(step_task.step_job(SmolParams(), app.state.device), REAL_STEP)]
 
 
 FEATURED = Featured(

@@ -49,7 +49,7 @@ def run_state(q: SmolQuery, device: str, model: Path | None = None):
         return RunState("no-checkpoint", install_hint=checkpoint.INSTALL_HINT), None
     if q.refused is not None:
         return RunState("not-started"), None
-    job = JOBS.find(step_task.TASK, step_task.step_params(q.params, device, model))
+    job = JOBS.find(*step_task.step_job(q.params, device, model))
     if job is None:
         return RunState("not-started"), None
     if job.state == "done":

@@ -14,6 +14,7 @@ from starlette.responses import RedirectResponse
 from app.domain.catalog import CatalogEntry
 from app.domain.training_paths import PATH_IDS
 from app.engine.jobs.client import JOBS
+from app.engine.jobs.tasks import Job
 from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, run_task
 from app.kinds.smollm.engine.params import SmolParams
@@ -33,10 +34,14 @@ DEFAULT_SEED = 0
 NO_STORE = "no-store"
 
 
-def r1_zero_job(device: str, seed: int = DEFAULT_SEED, model: Path | None = None) -> tuple[str, dict]:
+def r1_zero_params(device: str, seed: int = DEFAULT_SEED, model: Path | None = None) -> run_task.SmolPathJob:
     """The panel's run: R1-Zero at its defaults (20 steps, G 8 x 32 tokens) from the page's seed (the step's
     sampling seed: step s of the run samples with seed + s) on the server's device; `model`: an added model's file."""
-    return run_task.TASK, run_task.path_params("r1-zero", run_task.run_params(seed), device, model)
+    return run_task.path_params("r1-zero", run_task.run_params(seed), device, model)
+
+
+def r1_zero_job(device: str, seed: int = DEFAULT_SEED, model: Path | None = None) -> Job:
+    return r1_zero_params(device, seed, model).job()
 
 
 def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, model: Path | None = None,
@@ -44,9 +49,9 @@ def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, mo
     """The paths panel of a walkthrough whose model is `facts` (run by `model`'s file; none: the default's)."""
     path = q.process or "r1-zero"
     seed = q.params.seed
-    task, params = r1_zero_job(device, seed, model)
-    run = run_task.params_of(params)
-    job = JOBS.find(task, params) if checkpoint.runnable(model) else None
+    typed = r1_zero_params(device, seed, model)
+    run = typed.run
+    job = JOBS.find(*typed.job()) if checkpoint.runnable(model) else None
     result = JOBS.result(job) if job is not None and job.state == "done" else None
     waiting = job is not None and not job.finished
 

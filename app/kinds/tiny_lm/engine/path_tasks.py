@@ -3,13 +3,12 @@ request, so a page submits the run and polls its row. A runner computes it once 
 worker and replica, and the result stays in the store until an operator deletes it."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
 from app.domain.training_paths import PATH_IDS
 from app.engine.grpo.params import Conventions
-from app.engine.jobs.tasks import Progress
+from app.engine.jobs.tasks import Job, JobParams, Progress
 from app.kinds.tiny_lm.engine.lm_paths import PathPoint, PathResult, StageResult, run_path
 from app.kinds.tiny_lm.engine.lm_plans import CONVENTIONS
 from app.kinds.tiny_lm.engine.sums_measure import Stats
@@ -22,25 +21,39 @@ SCALE_RANGE = (0.01, 1.0)  # the walkthrough runs 1.0; a small scale is a quick 
 DEFAULT_CONVENTIONS = {"beta": CONVENTIONS.beta, "max_length": CONVENTIONS.max_length}
 
 
+class LmPathJob(JobParams):
+    """A path's run: the path, its seed, the device, `scale` (every stage's steps multiplied) and the conventions
+    of its GRPO stages (with max_length: Dr. GRPO's constant normaliser)."""
+    task: ClassVar[str] = TASK
+    path: str
+    seed: int
+    device: str
+    scale: float = 1.0
+    conventions: Conventions
+
+
 def path_params(path: str, seed: int, device: str, scale: float = 1.0,
-                conventions: Conventions = CONVENTIONS) -> dict[str, Any]:
+                conventions: Conventions = CONVENTIONS) -> LmPathJob:
     if path not in PATH_IDS:
         raise KeyError(path)
     if "max_length" not in conventions.model_fields_set:  # a preset never sets it: the token budget
         conventions = conventions.model_copy(update={"max_length": CONVENTIONS.max_length})
-    return {"path": path, "seed": int(seed), "device": device, "scale": float(scale),
-            "conventions": conventions.model_dump(mode="json")}
+    # the conventions as stored (every field written): what a runner rebuilds is what was asked
+    return LmPathJob(path=path, seed=int(seed), device=device, scale=float(scale),
+                     conventions=Conventions(**conventions.model_dump(mode="json")))
 
 
-def run_task(params: Mapping[str, Any], progress: Progress) -> PathResult:
-    return run_path(str(params["path"]), int(params["seed"]), progress, str(params["device"]),
-                    float(params["scale"]), Conventions(**params["conventions"]))
+def path_job(path: str, seed: int, device: str, scale: float = 1.0, conventions: Conventions = CONVENTIONS) -> Job:
+    return path_params(path, seed, device, scale, conventions).job()
 
 
-def title(params: Mapping[str, Any]) -> str:
-    scale = "" if float(params["scale"]) == 1.0 else f" ×{params['scale']:g} steps"
-    preset = params.get("conventions", {}).get("preset", "deepseekmath")
-    return f"{params['path']} seed {params['seed']}{scale} {preset} ({params['device']})"
+def run_task(params: LmPathJob, progress: Progress) -> PathResult:
+    return run_path(params.path, params.seed, progress, params.device, params.scale, params.conventions)
+
+
+def title(params: LmPathJob) -> str:
+    scale = "" if params.scale == 1.0 else f" ×{params.scale:g} steps"
+    return f"{params.path} seed {params.seed}{scale} {params.conventions.preset} ({params.device})"
 
 
 CURVES = tuple(name for name in Stats.__dataclass_fields__ if name != "completions")
@@ -60,7 +73,7 @@ def _curve(points: list[tuple[int, str, Stats]], metric: str) -> list[dict[str, 
     return [{"step": step, "stage": stage, "value": getattr(s, metric)} for step, stage, s in points]
 
 
-def payload(params: Mapping[str, Any], result: PathResult) -> dict[str, Any]:
+def payload(params: LmPathJob, result: PathResult) -> dict[str, Any]:
     """The paths API's `result`: `curves` {metric: [{step, stage, value}]} over the whole path, the same
     per number of operands in `by_difficulty` {"2": {metric: …}, …}, the stages, the final point, the
     example completions and the showcase prompt's early and late ones."""

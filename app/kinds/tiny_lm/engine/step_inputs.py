@@ -12,9 +12,10 @@ from typing import Any
 
 from app.domain.training_paths import PATH_IDS
 from app.engine.jobs.client import JOBS
+from app.engine.jobs.tasks import Job
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
+from app.kinds.tiny_lm.engine.path_tasks import path_job
 from app.kinds.tiny_lm.engine.step import run_token_step
 from app.kinds.tiny_lm.engine.token_records import TokenStepResult
 from app.stores.jobs import JobRecord
@@ -48,14 +49,14 @@ def _run(job: JobRecord | None) -> PathRun:
     return PathRun(job, JOBS.result(job), JOBS.ahead(job) if job.state == "queued" else None)
 
 
-def path_jobs(path: str, seed: int, device: str, overlay: bool) -> list[tuple[str, dict[str, Any]]]:
+def path_jobs(path: str, seed: int, device: str, overlay: bool) -> list[Job]:
     """The runs a chosen path's box shows, which its Run button starts: the path (R1-Zero with its Dr. GRPO
     twin), or in overlay mode every path."""
     if overlay:
-        return [(TASK, path_params(p, seed, device)) for p in PATH_IDS]
-    runs = [(TASK, path_params(path, seed, device))]
+        return [path_job(p, seed, device) for p in PATH_IDS]
+    runs = [path_job(path, seed, device)]
     if path == "r1-zero":
-        runs.append((TASK, path_params(path, seed, device, conventions=DR_GRPO)))
+        runs.append(path_job(path, seed, device, conventions=DR_GRPO))
     return runs
 
 
@@ -63,13 +64,13 @@ def obtain_paths(path: str | None, seed: int, device: str, overlay: bool) -> Pat
     """The chosen path's jobs as the store has them, in overlay mode every path's; never queues one."""
     if not path:
         return None
-    main = _run(JOBS.find(TASK, path_params(path, seed, device)))
+    main = _run(JOBS.find(*path_job(path, seed, device)))
     if overlay:
-        runs = {p: main if p == path else _run(JOBS.find(TASK, path_params(p, seed, device))) for p in PATH_IDS}
+        runs = {p: main if p == path else _run(JOBS.find(*path_job(p, seed, device))) for p in PATH_IDS}
         return PathInputs(path, main, runs)
     dr = None
     if path == "r1-zero" and main.result is not None:
-        dr = _run(JOBS.find(TASK, path_params(path, seed, device, conventions=DR_GRPO)))
+        dr = _run(JOBS.find(*path_job(path, seed, device, conventions=DR_GRPO)))
     return PathInputs(path, main, dr_grpo=dr)
 
 

@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 
 from app.domain.catalog import CatalogEntry, Featured
 from app.domain.training_paths import PATH_IDS
-from app.engine.jobs.tasks import JobTask
+from app.engine.jobs.tasks import Job, JobTask
 from app.kinds.tiny_lm import base_model
 from app.kinds.tiny_lm.domain.kind_id import KIND_ID
 from app.kinds.tiny_lm.engine import export_target, path_tasks
@@ -22,12 +22,12 @@ from app.views.urls import STEP_API
 from app.web.conventions_query import conventions_from
 from app.web.kind import FIRST_PATH, LONG_PATHS, DefaultRun, Kind, KindRoute, Moved
 
-PATH_TASK = JobTask(KIND_ID, path_tasks.TASK, path_tasks.run_task, path_tasks.TYPES,
+PATH_TASK = JobTask(KIND_ID, path_tasks.LmPathJob, path_tasks.run_task, path_tasks.TYPES,
                     path_tasks.payload, path_tasks.title, lane="long")
 DEFAULT_SEED = 3  # the seed the page's paths box starts from
 
 
-def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
+def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> Job:
     """A path's job: `seed`, `scale` (every stage's steps multiplied; 1 is the walkthrough's run) and the
     conventions of its GRPO stages (`preset` and overrides; none: DeepSeekMath's with R1's β)."""
     if query.get("iterations_scale") is not None:
@@ -38,14 +38,14 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
         raise ValueError(f"scale: {scale:g} is outside [{low}, {high}]")
     seed = DEFAULT_SEED if query.get("seed") is None else int(query["seed"])
     conventions = conventions_from(query.get("conventions") or {}, path_tasks.DEFAULT_CONVENTIONS)
-    return path_tasks.TASK, path_tasks.path_params(path, seed, request.app.state.device, scale, conventions)
+    return path_tasks.path_job(path, seed, request.app.state.device, scale, conventions)
 
 
 def default_runs(app: FastAPI) -> list[DefaultRun]:
     """Every path the box offers at its default seed (R1-Zero with its Dr. GRPO twin), on the server's device:
     the first the box shows (R1-Zero) before the real model's step, the others after it."""
-    return [DefaultRun(task, params, FIRST_PATH if p == PATH_IDS[0] else LONG_PATHS)
-            for p in PATH_IDS for task, params in path_jobs(p, DEFAULT_SEED, app.state.device, overlay=False)]
+    return [DefaultRun(job, FIRST_PATH if p == PATH_IDS[0] else LONG_PATHS)
+            for p in PATH_IDS for job in path_jobs(p, DEFAULT_SEED, app.state.device, overlay=False)]
 
 
 FEATURED = Featured(

@@ -13,7 +13,7 @@ from app.domain.training_paths import PATH_IDS, canonical_path_id
 from app.kinds.tiny_lm.domain.kind_id import KIND_ID
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
-from app.kinds.tiny_lm.engine.path_tasks import TASK, path_params
+from app.kinds.tiny_lm.engine.path_tasks import path_job
 from app.kinds.tiny_lm.engine.step_inputs import obtain, obtain_paths, path_jobs
 from app.kinds.tiny_lm.views import urls
 from app.kinds.tiny_lm.views.screen import build_token_screen, path_panel
@@ -92,7 +92,7 @@ async def start_path(request: Request, walkthrough_id: str, path: str, cat: Cata
     entry = find_loaded(cat, walkthrough_id)
     if path not in PATH_IDS or entry.kind != KIND_ID or (compare is not None and path != "r1-zero"):
         raise NotFound(f"no training path {path!r} for walkthrough {walkthrough_id!r}")
-    runs = ([(TASK, path_params(path, seed, dev, conventions=DR_GRPO))] if compare else
+    runs = ([path_job(path, seed, dev, conventions=DR_GRPO)] if compare else
             path_jobs(path, seed, dev, overlay is not None))
     await start_jobs(request, runs)
     if wants_fragment(request):

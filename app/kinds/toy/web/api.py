@@ -79,7 +79,7 @@ async def get_tensors(
         return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
-    await await_jobs([(process_jobs.TASK, process_jobs.process_params(processes, proc.id, params.seed))],
+    await await_jobs([process_jobs.process_job(processes, proc.id, params.seed)],
                      start=f"POST {URLS.paths_api(walkthrough_id, proc.id, {'seed': str(params.seed)})}")
     return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok, proc.id, stage_id)
 

@@ -9,12 +9,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from app.domain.catalog import CatalogEntry, Featured
-from app.engine.jobs.tasks import JobTask
+from app.engine.jobs.tasks import Job, JobTask
 from app.kinds.toy.domain.kind_id import KIND_ID
 from app.kinds.toy.domain.process_spec import ProcessCatalog, load_processes
 from app.kinds.toy.engine import export_target, process_jobs
 from app.kinds.toy.engine.node_map import is_runnable
 from app.kinds.toy.engine.params import DEFAULT_SEED
+from app.kinds.toy.engine.processes import ProcessRun
 from app.kinds.toy.engine.step import TrainingDiverged
 from app.kinds.toy.views.form import allowed_range
 from app.kinds.toy.views.meaning import describe_toy
@@ -35,15 +36,15 @@ def install(app: FastAPI) -> None:
         return JSONResponse({"error": f"learning_rate: {exc}", "detail": detail}, status_code=422)
 
 
-def _payload(params: Mapping[str, Any], run: Any) -> dict:
-    return process_run_payload(ProcessCatalog.model_validate(params["catalog"]), run)
+def _payload(params: process_jobs.ProcessJob, run: ProcessRun) -> dict:
+    return process_run_payload(params.catalog, run)
 
 
-PROCESS_TASK = JobTask(KIND_ID, process_jobs.TASK, process_jobs.run_task, process_jobs.TYPES, _payload,
+PROCESS_TASK = JobTask(KIND_ID, process_jobs.ProcessJob, process_jobs.run_task, process_jobs.TYPES, _payload,
                        process_jobs.title, lane="short")
 
 
-def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> tuple[str, dict]:
+def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[str, Any]) -> Job:
     """A path's job: `seed` and `iterations_scale` (every stage's iterations multiplied, 1 to 8)."""
     if query.get("scale") is not None:
         raise ValueError("scale: the tiny LM's parameter; the toy's paths take `iterations_scale`")
@@ -56,10 +57,10 @@ def path_job(request: Request, entry: CatalogEntry, path: str, query: Mapping[st
         raise ValueError(f"iterations_scale: {scale} is outside [1, 8]")
     seed = 0 if query.get("seed") is None else int(query["seed"])
     catalog: ProcessCatalog = request.app.state.processes
-    return process_jobs.TASK, process_jobs.process_params(catalog, path, seed, scale)
+    return process_jobs.process_job(catalog, path, seed, scale)
 
 
-def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict]]:
+def step_jobs(request: Request, entry: CatalogEntry) -> list[Job]:
     """With `process` named, the page shows that path and compares every path's end: all their runs."""
     catalog: ProcessCatalog = request.app.state.processes
     query = request.query_params
@@ -71,14 +72,14 @@ def step_jobs(request: Request, entry: CatalogEntry) -> list[tuple[str, dict]]:
         return []
     if not 0 <= seed <= 2**31 - 1:
         return []
-    return [(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed)) for pid in catalog.ids]
+    return [process_jobs.process_job(catalog, pid, seed) for pid in catalog.ids]
 
 
 def default_runs(app: FastAPI) -> list[DefaultRun]:
     """Every path at the page's default seed and at the API's (0): what a first visitor opens, first of all
     (seconds in all)."""
     catalog: ProcessCatalog = app.state.processes
-    return [DefaultRun(process_jobs.TASK, process_jobs.process_params(catalog, pid, seed), FIRST_PAGE)
+    return [DefaultRun(process_jobs.process_job(catalog, pid, seed), FIRST_PAGE)
             for seed in dict.fromkeys((DEFAULT_SEED, 0)) for pid in catalog.ids]
 
 

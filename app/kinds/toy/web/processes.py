@@ -5,8 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
+from app.engine.jobs.tasks import Job
 from app.kinds.toy.domain.process_spec import ProcessCatalog
-from app.kinds.toy.engine.process_jobs import TASK, process_params, process_run
+from app.kinds.toy.engine.process_jobs import process_job, process_run
 from app.kinds.toy.web.deps import ProcessesDep, find_process
 from app.kinds.toy.web.schemas.processes import (
     ComparisonBody,
@@ -92,8 +93,8 @@ def _process_run(processes: ProcessCatalog, process_id: str, seed: int, iteratio
     return process_run_payload(processes, process_run(processes, process_id, seed, iterations_scale))
 
 
-def _runs(processes: ProcessCatalog, ids, seed: int, iterations_scale: int) -> list[tuple[str, dict]]:
-    return [(TASK, process_params(processes, pid, seed, iterations_scale)) for pid in ids]
+def _runs(processes: ProcessCatalog, ids, seed: int, iterations_scale: int) -> list[Job]:
+    return [process_job(processes, pid, seed, iterations_scale) for pid in ids]
 
 
 def _start(request: Request) -> str:
