@@ -44,7 +44,7 @@ def registry(kinds: Sequence[Kind] = KINDS) -> KindRegistry:
 
 def configure_worker(settings: Settings) -> None:
     """A compute worker process's set-up (imported by name in a spawned process)."""
-    factory.configure_process(settings, registry().tasks)
+    factory.configure_process(settings)
 
 
 def worker_app(settings: Settings) -> FastAPI:

@@ -67,30 +67,11 @@ def walkthroughs_dir(tmp_path_factory) -> Path:
     return folder
 
 
-class OwnJobs:
-    """The in-thread server reads the job store its app was built with, whatever the test process's
-    job client (JOBS, one per process) was reconfigured to since by other tests' apps: a page reads runs
-    (a GET never starts one), so it must read the store its default runs were queued in."""
-
-    def __init__(self, app) -> None:
-        from app.engine.jobs.client import JOBS
-
-        self.app, self.store = app, JOBS._store
-        self.config = (dict(JOBS.tasks), JOBS.mode, JOBS._lease_s, JOBS._devices, JOBS.want_s)
-
-    async def __call__(self, scope, receive, send) -> None:
-        from app.engine.jobs.client import JOBS
-
-        if JOBS._store is not self.store:
-            JOBS.configure(self.store, *self.config)
-        await self.app(scope, receive, send)
-
-
 @contextlib.contextmanager
 def serving(folder: Path, name: str = "uvicorn") -> Iterator[str]:
     """The app over `folder`, in a thread on a free loopback port, healthy before use."""
     app = create_app(Settings(walkthroughs_dir=folder, device="cpu"))
-    server = uvicorn.Server(uvicorn.Config(OwnJobs(app), host="127.0.0.1", port=0, log_level="warning",
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()

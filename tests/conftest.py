@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 # The apps tests build in this process compute in threads (COMPUTE_PROCESSES=0): dozens of apps,
-# each spawning worker processes, would be slow, and many tests hold the in-process LIMITER.
+# each spawning worker processes, would be slow, and many tests hold an app's in-process limiter.
 # Real servers (live_server.py, the benchmark) drop it and run `python -m app`'s worker processes.
 os.environ.setdefault("COMPUTE_PROCESSES", "0")
 # Their training-path jobs run on runner threads in the same process (JOB_RUNNER=thread): a TestClient
@@ -37,10 +37,6 @@ if "SMOLLM_GGUF" not in os.environ:
     write_tiny_gguf(_tiny, n_layer=13)
     os.environ["SMOLLM_GGUF"] = str(_tiny)
 
-# (importing the factory imports the kind registry, which gives the kinds' words for nodes and
-# their template folders to view-model tests that build no app)
-# The words for nodes, as every app of the house adds them (create_app): view tests that build a
-# screen or call node_meaning without an app read the kinds' words too.
 from app.house import (
     create_app,  # noqa: E402  (after the path set-up above)
     registry,  # noqa: E402
@@ -48,12 +44,21 @@ from app.house import (
 from app.views import meaning  # noqa: E402
 from app.web.settings import Settings  # noqa: E402
 
-meaning.add_describers([k.describe for k in registry().kinds if k.describe is not None])
+# The words for nodes, as every app of the house binds them (AppContext.bound): view tests that build a
+# screen or call node_meaning without an app read the kinds' words too. An app's requests and compute
+# jobs bind their own app's, whatever is bound here.
+HOUSE_WORDS = tuple(k.describe for k in registry().kinds if k.describe is not None)
 
 # Chromium, the test server and page fixtures, for any folder's page tests (tests/browser_fixtures.py);
 # the same process-wide state before every test, whatever ran before it (tests/isolation.py); the
 # quick tier's time guard, --module-budget (tests/tier_budget.py)
 pytest_plugins = ["browser_fixtures", "isolation", "tier_budget"]
+
+
+@pytest.fixture(autouse=True)
+def _house_words():
+    with meaning.described_by(HOUSE_WORDS):
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -100,15 +105,13 @@ def upload_settings(request, tmp_path):
 
 @pytest.fixture
 def job_client(tmp_path):
-    """This process's job client (JOBS) on a fresh store of the test's own, as an app configures it:
-    for view tests that wait on a training run without building an app. Put back after the test
-    (tests/isolation.py), so no later test finds it configured."""
-    from app.engine.jobs.client import JOBS
+    """A job client on a fresh store of the test's own, as an app makes its own (app/web/jobs/setup.py):
+    for view tests that wait on a training run without building an app. Its runner threads stop
+    after the test (tests/isolation.py)."""
     from app.house import registry
-    from app.web.jobs.setup import configure_jobs
+    from app.web.jobs.setup import job_client as make_job_client
 
-    configure_jobs(Settings(data_dir=tmp_path / "data", device="cpu"), registry().tasks)
-    return JOBS
+    return make_job_client(Settings(data_dir=tmp_path / "data", device="cpu"), registry().tasks)
 
 
 @pytest.fixture

@@ -1,26 +1,25 @@
 """Every test starts from the same process-wide state, whatever ran before it on this worker.
 
-The app keeps a few things per process, not per app: torch's thread count and its global RNG, the
-compute LIMITER's slots and the job client JOBS (both set by every `create_app`, app/web/factory.py
-configure_process), and the environment. A test that builds an app, seeds torch or sets a variable
-would hand that to whichever test runs next, and that test's result would depend on the order
-(issue 30: a checkpoint built in-process with the thread count an earlier app had left). So this
+What an app keeps is its own (app/web/context.py: its job client, compute limiter, words for nodes,
+templates), so two apps of one process share none of it and a test's app leaves nothing to the next.
+What stays per process is put back here: torch's thread count, its default dtype and its global RNG,
+the environment, and the runner threads a test's job clients started (threads are the process's: a
+client nobody reads any more would otherwise keep polling its store). A test that seeds torch or sets
+a variable would hand that to whichever test runs next, and that test's result would depend on the
+order (issue 30: a checkpoint built in-process with the thread count an earlier app had left). So this
 plugin (tests/conftest.py loads it) fixes one baseline per worker at the start of the session and
-puts every piece of it back after each test. A test that needs a piece (a job store, a thread
-count, a variable) sets it itself; `make test` runs the suite in random order on every core, so a
-test that still leans on another's leftovers fails there, not only on a fresh machine.
+puts every piece of it back after each test. `make test` runs the suite in random order on every
+core, so a test that still leans on another's leftovers fails there, not only on a fresh machine.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import torch
 
-from app.engine.jobs.client import JOBS
-from app.engine.runtime.compute import LIMITER
+from app.engine.jobs.client import JobClient, running_clients
 
 # The app's own default (Settings.torch_threads): with one worker per core, more threads only contend.
 BASELINE_THREADS = 1
@@ -32,16 +31,13 @@ class ProcessState:
     rng: torch.Tensor
     default_dtype: torch.dtype
     environ: dict[str, str]
-    limiter: tuple[Any, ...]
-    jobs: tuple[Any, ...]
+    runners: frozenset[JobClient]  # the clients whose runner threads run (a session fixture's server's)
 
     @classmethod
     def now(cls) -> ProcessState:
         return cls(threads=torch.get_num_threads(), rng=torch.get_rng_state(),
                    default_dtype=torch.get_default_dtype(), environ=dict(os.environ),
-                   limiter=(getattr(LIMITER, "slots", None), getattr(LIMITER, "max_waiting", None),
-                            getattr(LIMITER, "timeout_s", None)),
-                   jobs=(JOBS._store, dict(JOBS.tasks), JOBS.mode, JOBS._lease_s, JOBS._devices, JOBS.want_s))
+                   runners=frozenset(running_clients()))
 
     def restore(self) -> None:
         if torch.get_num_threads() != self.threads:
@@ -51,16 +47,9 @@ class ProcessState:
         if dict(os.environ) != self.environ:
             os.environ.clear()
             os.environ.update(self.environ)
-        slots, waiting, timeout_s = self.limiter
-        if slots is not None and (LIMITER.slots, LIMITER.max_waiting, LIMITER.timeout_s) != self.limiter:
-            LIMITER.configure(slots, waiting, timeout_s)
-        store, tasks, mode, lease_s, devices, want_s = self.jobs
-        if JOBS._store is not store or JOBS.mode != mode or JOBS.tasks != tasks or JOBS.want_s != want_s:
-            if store is None:  # as a fresh process has it: no store, no runner threads
-                JOBS.shutdown()
-                JOBS._store, JOBS.tasks, JOBS.mode = None, {}, "off"
-            else:
-                JOBS.configure(store, tasks, mode, lease_s, devices, want_s)
+        for client in running_clients():
+            if client not in self.runners:  # started by the test's apps: stopped with the test
+                client.shutdown()
 
 
 _baseline: ProcessState | None = None
@@ -76,7 +65,7 @@ def pytest_sessionstart(session) -> None:
 @pytest.fixture(autouse=True)
 def _process_state_restored():
     """The baseline before each test (session fixtures, e.g. the browser tests' server, may have
-    configured the job client since: their state is the baseline for the tests that use them)."""
+    started runner threads since: they keep running for the tests that use them)."""
     before = ProcessState.now()
     torch.set_rng_state(_baseline.rng)  # every test draws from the same global RNG state
     yield

@@ -13,7 +13,7 @@ TOY = "toy"
 def start_default_runs(app, kinds: tuple[str, ...] = (TOY,)) -> None:
     for kind in app.state.kinds.kinds:
         if kind.id in kinds and kind.default_runs is not None:
-            queue_default_runs(kind.default_runs(app))
+            queue_default_runs(app.state.context.jobs, kind.default_runs(app))
 
 
 def start(client, url: str):
@@ -23,10 +23,15 @@ def start(client, url: str):
     return r
 
 
-def start_toy_paths(catalog, seed: int, iterations_scale: int = 1) -> None:
-    """Every toy path's run queued (for view tests on the job client alone, tests/conftest.py's `job_client`)."""
-    from app.engine.jobs.client import JOBS
+def start_toy_paths(jobs, catalog, seed: int, iterations_scale: int = 1) -> None:
+    """Every toy path's run queued with `jobs` (for view tests on a job client alone, tests/conftest.py's
+    `job_client`)."""
     from app.kinds.toy.engine.process_jobs import process_job
 
     for pid in catalog.ids:
-        JOBS.submit(*process_job(catalog, pid, seed, iterations_scale))
+        jobs.submit(*process_job(catalog, pid, seed, iterations_scale))
+
+
+def jobs_of(client):
+    """The job client of a TestClient's app (its AppContext's: no other app shares it)."""
+    return client.app.state.context.jobs

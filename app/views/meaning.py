@@ -2,7 +2,7 @@
 
 Derived from the snapshot's own data: a module's `moduleTemplateId` (and instance id),
 a layer's op and params, and for a member its parent's template. A kind describes its own
-model's templates (Kind.describe, added by create_app: DESCRIBERS below); every other
+model's templates (Kind.describe, bound by the app drawing the page: described_by below); every other
 graph still gets a name from its ops and ids ("Linear 3→4", "Block"), never an error.
 The formulas follow docs/design.md §3 symbol for symbol.
 
@@ -12,8 +12,10 @@ the engine's record: this module computes nothing, it only spells numbers
 """
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from app.domain.snapshot import Node, Snapshot
@@ -82,16 +84,22 @@ def _generic(node: Node) -> NodeMeaning:
 
 
 # A kind's words for the nodes of its own graphs: (snapshot, node, conventions, G) -> meaning, or
-# None to pass. Each app adds its kinds' (create_app); the first answer wins (datasette's firstresult
+# None to pass. Each app binds its kinds' (AppContext.bound); the first answer wins (datasette's firstresult
 # hooks), so a graph shaped like a kind's model reads in its words even when it is uploaded view-only.
 Describer = Callable[[Snapshot, Node, Conventions | None, int | None], "NodeMeaning | None"]
-DESCRIBERS: list[Describer] = []
+# Bound for the call by the app whose page is drawn (app/web/context.py AppContext.bound: a request,
+# a compute job), so two apps of one process never share them; none bound, a graph reads generically.
+_DESCRIBERS: ContextVar[tuple[Describer, ...]] = ContextVar("describers", default=())
 
 
-def add_describers(describers) -> None:
-    """Additive and idempotent: a describer answers only for graphs shaped like its kind's model,
-    so one app's kinds never change the words of another's in the same process."""
-    DESCRIBERS.extend(d for d in describers if d not in DESCRIBERS)
+@contextlib.contextmanager
+def described_by(describers: Sequence[Describer]) -> Iterator[None]:
+    """Run the body with these words for nodes (an app's kinds', in its registry order)."""
+    token = _DESCRIBERS.set(tuple(describers))
+    try:
+        yield
+    finally:
+        _DESCRIBERS.reset(token)
 
 
 def node_meaning(snapshot: Snapshot, node_id: str, conventions: Conventions | None = None,
@@ -101,7 +109,7 @@ def node_meaning(snapshot: Snapshot, node_id: str, conventions: Conventions | No
     node = snapshot.node_map.get(node_id)
     if node is None:
         return NodeMeaning(_humanise(node_id), None, "A node this graph does not describe.")
-    for describe in DESCRIBERS:
+    for describe in _DESCRIBERS.get():
         if (meaning := describe(snapshot, node, conventions, group_size)) is not None:
             return meaning
     return _generic(node)

@@ -13,7 +13,7 @@ In a process of its own that work holds its own GIL, and the web process only se
 - Each worker is set up by `_init_worker`: `os.nice(WORKER_NICE)`, so on a 2-core machine the
   web process wins the CPU when both compete (and the job runner, at JOB_NICE 19, loses it to
   both); `house.configure_worker(settings)`, the set-up every computing process shares (torch
-  threads, the compute limiter, ...); then its own app state (`house.worker_app`: catalog,
+  threads); then its own app state (`house.worker_app`: catalog,
   uploads, device, the kinds' state), built once; then, with WARM_UP, every featured step drawn
   once (app/web/warm_up.py), after which it counts itself in the pool's `warmed` (shared memory),
   so the web process knows when every worker serves at warm speed.
@@ -51,6 +51,9 @@ STOP_GRACE_S = 5.0  # at shutdown, a worker not gone after this is terminated (a
                     # the interpreter's exit with torch loaded, niced, both workers at once)
 
 # The worker process's own app (house.worker_app), set by _init_worker; None in the web process.
+# A per-process handle, kept global because a ProcessPoolExecutor's initializer can hand its jobs
+# nothing else: each spawned worker serves exactly one app, whose context (job client, limiter, ...)
+# is its own, and the web process (and every app a test builds in it) never sets it.
 _APP: Any = None
 
 
@@ -87,7 +90,8 @@ def run_job(fn, args: tuple, app: Any) -> Any:
 def _job(fn, args: tuple, with_app: bool) -> Any:
     """In a worker: the job, its exception made portable."""
     try:
-        return run_job(fn, args, _APP if with_app else None)
+        with _APP.state.context.bound():  # the worker app's limiter and words for nodes
+            return run_job(fn, args, _APP if with_app else None)
     except Exception as exc:
         portable = _portable(exc)
         if portable is exc:
@@ -137,7 +141,8 @@ def _init_worker(settings: Settings, configure: Callable[[Settings], None], buil
     _APP = build_app(settings)
     if settings.warm_up:
         from app.web.warm_up import warm_worker
-        drawn, failed, seconds = warm_worker(_APP)
+        with _APP.state.context.bound():
+            drawn, failed, seconds = warm_worker(_APP)
         log.info("compute worker %d warm: %d pages in %.1f s (%d failed)", os.getpid(), drawn, seconds, failed)
     with warmed.get_lock():
         warmed.value += 1

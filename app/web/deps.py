@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from app.domain.catalog import Catalog, CatalogEntry
 from app.domain.snapshot import Snapshot
 from app.domain.uploads import UploadRejected
+from app.web.context import AppContext
 from app.web.errors import NotFound, NotRunnable
 from app.web.executor import ComputeExecutor
 from app.web.kind import KindRegistry
@@ -44,6 +45,11 @@ async def catalog(request: Request) -> Catalog:
 
 async def device(request: Request) -> str:
     return request.app.state.device
+
+
+async def app_context(request: Request) -> AppContext:
+    """This app's own state (app/web/context.py): its job client, limiter, templates, ..."""
+    return request.app.state.context
 
 
 async def compute_executor(request: Request) -> ComputeExecutor:
@@ -100,6 +106,7 @@ CatalogDep = Annotated[Catalog, Depends(catalog)]
 DeviceDep = Annotated[str, Depends(device)]
 ComputeDep = Annotated[ComputeExecutor, Depends(compute_executor)]
 KindsDep = Annotated[KindRegistry, Depends(kind_registry)]
+ContextDep = Annotated[AppContext, Depends(app_context)]
 
 
 # -- strict query strings ------------------------------------------------------------------

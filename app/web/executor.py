@@ -15,7 +15,7 @@ Now a route hands its work to this executor, which runs it in one of two ways (C
   GILs, not the web process's (docs/reference/configuration.md "Limits").
 - **threads** (COMPUTE_PROCESSES=0; the tests' TestClient apps, which would otherwise spawn
   processes per app): a ThreadPoolExecutor of COMPUTE_SLOTS + COMPUTE_QUEUE threads; at most
-  COMPUTE_SLOTS of them run torch at once, under the engine's LIMITER, whose cache hits take no
+  COMPUTE_SLOTS of them run torch at once, under the app's limiter (its AppContext's), whose cache hits take no
   slot and whose waiting gives up after COMPUTE_WAIT_S.
 
 Either way, past COMPUTE_SLOTS + COMPUTE_QUEUE jobs in flight a request is refused at once
@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from app.engine.runtime.compute import LIMITER, ComputeBusy, ComputeLimiter
+from app.engine.runtime.compute import ComputeBusy, ComputeLimiter
 from app.web.compute_pool import WorkerPool, log, rebuild, run_job
 
 T = TypeVar("T")
@@ -85,9 +85,12 @@ class SlotGate:
 
 
 class ComputeExecutor:
-    def __init__(self, slots: int, queue: int, wait_s: float, limiter: ComputeLimiter = LIMITER,
-                 pool: WorkerPool | None = None) -> None:
-        limiter.configure(slots, queue, wait_s)
+    def __init__(self, slots: int, queue: int, wait_s: float, limiter: ComputeLimiter | None = None,
+                 pool: WorkerPool | None = None,
+                 bind: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
+        self.limiter = limiter or ComputeLimiter()
+        self.limiter.configure(slots, queue, wait_s)
+        self._bind = bind  # the app's context, bound around each job run in a thread (AppContext.bound)
         self.pool = pool
         self.capacity = slots + queue if pool is not None else min(slots + queue, MAX_THREADS)
         self.in_flight = 0  # touched only on the event loop
@@ -112,7 +115,7 @@ class ComputeExecutor:
         try:
             if self.pool is None:
                 context = contextvars.copy_context()
-                call = functools.partial(context.run, run_job, fn, args, self.app if with_app else None)
+                call = functools.partial(context.run, self._bound_job, fn, args, self.app if with_app else None)
                 return rebuild(await asyncio.get_running_loop().run_in_executor(self._threads, call))
             await self._started()
             await self._gate.acquire()
@@ -126,6 +129,10 @@ class ComputeExecutor:
                 self._gate.release()
         finally:
             self.in_flight -= 1
+
+    def _bound_job(self, fn: Callable[..., Any], args: tuple, app: Any) -> Any:
+        with self._bind():
+            return run_job(fn, args, app)
 
     def start(self) -> None:
         """At start-up (the app's lifespan) or for the first job: the workers start in the background."""

@@ -6,7 +6,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -14,17 +14,14 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from app.domain.catalog import Catalog
 from app.domain.uploads import UploadStore
-from app.engine.jobs.tasks import JobTask
-from app.engine.runtime.compute import LIMITER
 from app.engine.runtime.device import resolve_device, set_threads
-from app.views import meaning
+from app.web.context import BindContext, make_context
 from app.web.errors import install_error_handlers
 from app.web.kind import KindRegistry
 from app.web.lifespan import with_server
 from app.web.middleware.head import HeadMiddleware
 from app.web.middleware.response_cache import ResponseCacheMiddleware
 from app.web.middleware.security import SecurityHeadersMiddleware
-from app.web.rendering import add_static_dir, add_template_dirs
 from app.web.routes import docs, health, kind_routes, pages, walkthroughs_api
 from app.web.settings import PROJECT_ROOT, Settings
 
@@ -41,17 +38,18 @@ def _deleted_upload(store: UploadStore, path: str) -> bool:
     return match is not None and not store.exists(match.group(1))
 
 
-def configure_process(settings: Settings, tasks: Mapping[str, JobTask]) -> None:
+def configure_process(settings: Settings) -> None:
     """What every process that computes needs, whatever serves it: the web process here, and each
-    worker process that runs its torch (the compute pool, the job runner)."""
+    worker process that runs its torch (the compute pool). Torch's thread count is the process's
+    own; everything else an app keeps is its AppContext's (app/web/context.py)."""
     set_threads(settings.torch_threads)
-    LIMITER.configure(settings.compute_slots, settings.compute_queue)
-    from app.web.jobs.setup import configure_jobs  # here: jobs_setup imports the routes
-    configure_jobs(settings, tasks)
 
 
 def _app_state(app: FastAPI, settings: Settings, kind_registry: KindRegistry) -> None:
-    """What routes and kinds read from app.state, in the web app and in each compute worker's."""
+    """What routes and kinds read from app.state, in the web app and in each compute worker's: its
+    own context (job client, limiter, words for nodes, templates, static versions) among them."""
+    from app.web.jobs.setup import job_client  # here: jobs_setup imports the routes
+    app.state.context = make_context(settings, kind_registry, job_client(settings, kind_registry.tasks))
     app.state.settings = settings
     app.state.device = resolve_device(settings.device)
     app.state.kinds = kind_registry
@@ -64,13 +62,6 @@ def _app_state(app: FastAPI, settings: Settings, kind_registry: KindRegistry) ->
     app.state.catalog.uploads.classify = kind_registry.classify
     app.state.catalog.uploads.readers = kind_registry.readers
     app.state.catalog.featured = kind_registry.featured + tuple(f.featured for f in made if f.featured is not None)
-    # Additive, never replaced: a kind's templates and static names start with its id, and its words
-    # for nodes answer only for graphs shaped like its model, so one app's kinds never change another's.
-    add_template_dirs([k.templates for k in kind_registry.kinds if k.templates is not None])
-    meaning.add_describers([k.describe for k in kind_registry.kinds if k.describe is not None])
-    for kind in kind_registry.kinds:
-        if kind.static is not None:
-            add_static_dir(kind.id, kind.static)
 
 
 def worker_app(settings: Settings, kind_registry: KindRegistry) -> FastAPI:
@@ -97,7 +88,9 @@ def _compute_executor(app: FastAPI, settings: Settings, workers: WorkerSetup | N
     from app.web.executor import ComputeExecutor
     processes = settings.compute_processes and workers is not None
     pool = WorkerPool(settings, settings.compute_slots, *workers) if processes and workers else None
-    executor = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s, pool=pool)
+    context = app.state.context
+    executor = ComputeExecutor(settings.compute_slots, settings.compute_queue, settings.compute_wait_s,
+                               context.limiter, pool=pool, bind=context.bound)
     executor.app = app
     with_server(app, executor.start, executor.shutdown)  # workers start with the server and stop with it
     return executor
@@ -129,7 +122,7 @@ def _warm_up(app: FastAPI, settings: Settings) -> None:
 
 def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSetup | None = None) -> FastAPI:
     """The app, serving the kinds of `kind_registry` (app/house.py's create_app gives the registry's)."""
-    configure_process(settings, kind_registry.tasks)
+    configure_process(settings)
 
     # /docs is our own page (routes/docs.py: Swagger UI from /static, under the one CSP);
     # FastAPI's would load it from a CDN. No ReDoc: /redoc is a 404.
@@ -149,6 +142,7 @@ def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSe
     from app.web.middleware.limits import BodyLimitMiddleware
     app.state.compute = _compute_executor(app, settings, workers)
     _warm_up(app, settings)
+    app.add_middleware(BindContext, context=app.state.context)  # innermost: the routes run with it bound
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_kb * 1024,
                        upload_limit=kind_registry.upload_limit, upload_limits=kind_registry.upload_limits)
     app.add_middleware(GZipMiddleware, minimum_size=500, compresslevel=6)
@@ -158,7 +152,7 @@ def build_app(settings: Settings, kind_registry: KindRegistry, workers: WorkerSe
     # ETag, Cache-Control, Vary and 304s (middleware/http_cache.py), outside the response cache;
     # the trailing-slash redirect is relative (Starlette's is absolute, built from Host).
     from app.web.middleware.http_cache import HttpCacheMiddleware, RelativeSlashRedirect
-    app.add_middleware(HttpCacheMiddleware)
+    app.add_middleware(HttpCacheMiddleware, static=app.state.context.static)
     app.router.redirect_slashes = False
     app.router.default = RelativeSlashRedirect(app.router)
     app.add_middleware(SecurityHeadersMiddleware)

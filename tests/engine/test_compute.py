@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from app.engine.runtime.compute import LIMITER, ComputeBusy, ComputeLimiter, cached_computation
+from app.engine.runtime.compute import ComputeBusy, ComputeLimiter, cached_computation, limited_by
 
 
 def test_cache_binds_defaults_and_evicts_by_weight():
@@ -60,12 +60,42 @@ def test_nested_calls_reuse_the_callers_slot():
         pass
 
 
-def test_global_limiter_is_configured_by_the_app():
+def test_each_app_configures_a_limiter_of_its_own():
     from app.house import create_app
     from app.web.settings import Settings
-    create_app(Settings(compute_slots=3, compute_queue=7))
-    assert (LIMITER.slots, LIMITER.max_waiting) == (3, 7)
-    create_app(Settings())
+    app = create_app(Settings(compute_slots=3, compute_queue=7))
+    other = create_app(Settings())
+    limiter = app.state.context.limiter
+    assert (limiter.slots, limiter.max_waiting) == (3, 7)
+    assert other.state.context.limiter is not limiter
+    assert (limiter.slots, limiter.max_waiting) == (3, 7)  # the second app left it alone
+
+
+def test_a_miss_takes_a_slot_of_the_bound_limiter_only():
+    limiter = ComputeLimiter(slots=1, max_waiting=0, timeout_s=0.1)
+
+    @cached_computation(maxsize=8)
+    def double(x: int) -> int:
+        return 2 * x
+
+    with limiter, limited_by(ComputeLimiter(slots=1, max_waiting=0, timeout_s=0.1)):
+        assert double(1) == 2  # another app's limiter is bound: this one's taken slot does not matter
+    with limited_by(limiter):
+        with limiter:
+            assert double(2) == 4  # a slot it holds already: not a second one
+    thread_refused: list[Exception] = []
+
+    def miss() -> None:
+        try:
+            with limited_by(limiter):
+                double(3)
+        except ComputeBusy as exc:
+            thread_refused.append(exc)
+    with limiter:
+        thread = threading.Thread(target=miss)
+        thread.start()
+        thread.join()
+    assert len(thread_refused) == 1
 
 
 def test_a_slot_taken_before_a_reconfigure_is_given_back_to_its_own_semaphore():

@@ -8,8 +8,7 @@ import dataclasses
 import time
 
 import pytest
-
-from app.engine.jobs.client import JOBS
+from runs import jobs_of
 
 TOY = "/api/walkthroughs/toy_grpo/paths/{}"
 LM = "/api/walkthroughs/tiny_lm_grpo/paths/{}"
@@ -119,7 +118,7 @@ def test_refusals_name_what_is_wrong(client, url, status, words):
 def test_a_failing_job_is_shown_failed_with_its_error_and_starts_again_on_request(make_client, tmp_path,
                                                                                   monkeypatch):
     client = make_client(data_dir=tmp_path / "data")
-    real = JOBS.tasks["lm_path"]
+    real = jobs_of(client).tasks["lm_path"]
     calls = []
 
     def fails_once(params, progress):
@@ -128,7 +127,7 @@ def test_a_failing_job_is_shown_failed_with_its_error_and_starts_again_on_reques
             raise RuntimeError("injected fault: the GPU fell off")
         return real.run(params, progress)
 
-    monkeypatch.setitem(JOBS.tasks, "lm_path", dataclasses.replace(real, run=fails_once))
+    monkeypatch.setitem(jobs_of(client).tasks, "lm_path", dataclasses.replace(real, run=fails_once))
     url = LM.format("r1-zero") + "?seed=13&scale=0.03"
     failed = poll(client, url)[-1]
     assert failed["state"] == "failed" and failed["result"] is None
@@ -136,7 +135,7 @@ def test_a_failing_job_is_shown_failed_with_its_error_and_starts_again_on_reques
     assert client.get(url).json()["state"] == "failed" and calls == [13]  # never retried by itself
 
     # The page's box says so and offers to try again (the page's own run is scale 1: same job id scheme)
-    monkeypatch.setitem(JOBS.tasks, "lm_path", dataclasses.replace(real, run=fails_once))
+    monkeypatch.setitem(jobs_of(client).tasks, "lm_path", dataclasses.replace(real, run=fails_once))
     retried = client.post(url)
     assert retried.status_code == 202 and retried.json()["state"] in ("queued", "running")
     done = poll(client, url, timeout=240)[-1]
@@ -146,9 +145,9 @@ def test_a_failing_job_is_shown_failed_with_its_error_and_starts_again_on_reques
 
 def test_a_failed_run_on_the_page_shows_its_error_and_a_try_again_button(make_client, tmp_path, monkeypatch):
     client = make_client(data_dir=tmp_path / "data")
-    real = JOBS.tasks["lm_path"]
+    real = jobs_of(client).tasks["lm_path"]
     failing = dataclasses.replace(real, run=lambda params, progress: 1 / 0)
-    monkeypatch.setitem(JOBS.tasks, "lm_path", failing)
+    monkeypatch.setitem(jobs_of(client).tasks, "lm_path", failing)
     box = "/walkthroughs/tiny_lm_grpo/paths/r1?seed=17"
     assert 'id="lm-path-start"' in client.get(box, headers={"HX-Request": "true"}).text  # Run, not started
     assert client.post(box, headers={"HX-Request": "true"}).status_code == 200  # its Run button

@@ -52,22 +52,22 @@ def test_a_visitor_asking_for_a_queued_default_run_makes_it_theirs(store):
 
 
 def test_the_defaults_are_queued_in_the_order_a_visitor_needs_them(tmp_path):
-    from app.engine.jobs.client import JOBS
+    from app.engine.jobs.client import JobClient
     from app.web.jobs.start import queue_default_runs
 
     task = job_tasks.task("t", title=lambda p: str(p["n"]))
     store = open_job_backend(tmp_path / "data")
-    JOBS.configure(store, {"t": task}, "off")
-    try:
-        def job(n: int) -> Job:
-            return task.params(n=n).job()
-        queue_default_runs([DefaultRun(job(0), LONG_PATHS), DefaultRun(job(1), REAL_STEP), job(2),
-                            DefaultRun(job(3), FIRST_PATH), DefaultRun(job(4), FIRST_PAGE), DefaultRun(job(5), LONG_PATHS)])
-        order = [job.params["n"] for job in sorted(store.listing(), key=lambda j: j.created_at)]
-        assert order == [2, 4, 3, 1, 0, 5]  # FIRST_PAGE (a plain pair is one), FIRST_PATH, REAL_STEP, LONG_PATHS
-        assert {job.client for job in store.listing()} == {SERVER}
-    finally:
-        JOBS.configure(store, {}, "off")
+    jobs = JobClient()
+    jobs.configure(store, {"t": task}, "off")
+
+    def job(n: int) -> Job:
+        return task.params(n=n).job()
+    queue_default_runs(jobs, [DefaultRun(job(0), LONG_PATHS), DefaultRun(job(1), REAL_STEP), job(2),
+                              DefaultRun(job(3), FIRST_PATH), DefaultRun(job(4), FIRST_PAGE),
+                              DefaultRun(job(5), LONG_PATHS)])
+    order = [job.params["n"] for job in sorted(store.listing(), key=lambda j: j.created_at)]
+    assert order == [2, 4, 3, 1, 0, 5]  # FIRST_PAGE (a plain job is one), FIRST_PATH, REAL_STEP, LONG_PATHS
+    assert {job.client for job in store.listing()} == {SERVER}
 
 
 class Timeline:

@@ -17,7 +17,6 @@ from app.runs.domain.run_series import downsample
 from app.runs.views.run_charts import cell
 from app.runs.views.run_compare import compare_url
 from app.runs.views.run_compare_chart import m4
-from app.web.rendering import templates
 
 
 @pytest.fixture
@@ -158,7 +157,7 @@ def test_the_page_and_the_explorer_live_side_by_side(client, ids):
 
 
 def test_the_compare_with_form_lists_the_other_runs_and_leads_to_the_page(client, ids):
-    html = templates.get_template("run_explorer/run_compare_link.html").render(
+    html = client.app.state.context.templates.get_template("run_explorer/run_compare_link.html").render(
         request=SimpleNamespace(app=client.app), run=SimpleNamespace(run_id=ids[0]))
     form = BeautifulSoup(html, "html.parser").select_one("#run-compare-pick form")
     assert form["method"] == "get" and form["action"] == "/runs/compare"

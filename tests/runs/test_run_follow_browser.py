@@ -15,7 +15,6 @@ from collections.abc import Iterator
 
 import pytest
 import uvicorn
-from browser_fixtures import OwnJobs
 from paths import ROOT
 from playwright.sync_api import Page, expect
 from run_browser import NO_SIDEWAYS_SCROLL, SIZES, bad_requests, shoot
@@ -47,7 +46,7 @@ def data_dir(tmp_path_factory):
 def base_url(walkthroughs_dir, data_dir) -> Iterator[str]:
     """The app over its own data directory, the one the follower below writes."""
     app = create_app(Settings(walkthroughs_dir=walkthroughs_dir, data_dir=data_dir, device="cpu"))
-    server = uvicorn.Server(uvicorn.Config(OwnJobs(app), host="127.0.0.1", port=0, log_level="warning",
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, name="uvicorn-follow", daemon=True)
     thread.start()

@@ -89,7 +89,7 @@ def test_path_like_strings_are_never_paths(client, monkeypatch, tmp_path):
             return opener(file, *args, **kwargs)
         return wrapped
 
-    from app.web.rendering import templates
+    templates = client.app.state.context.templates
     templates.env.cache.clear()  # so templates load again, and the hook sees what loading opens
     monkeypatch.setattr(builtins, "open", record(real_open))
     monkeypatch.setattr(io, "open", record(real_io_open))

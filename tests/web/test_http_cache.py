@@ -12,7 +12,6 @@ from bs4 import BeautifulSoup
 from runs import start_default_runs
 
 from app.web.middleware.http_cache import none_match
-from app.web.rendering import static_url
 
 STRONG = re.compile(r'^"[0-9a-f]{32}"$')
 ONE_YEAR = "public, max-age=31536000, immutable"
@@ -131,6 +130,7 @@ def test_gzip_etag_is_stable_without_the_response_cache(make_client):
 
 
 def test_static_files_under_their_hash_are_immutable_for_a_year(client):
+    static_url = client.app.state.context.static.url  # the app's versions of its static files
     url = static_url("css/app.css")
     assert re.fullmatch(r"/static/css/app\.css\?v=[0-9a-f]{10}", url)
     hashed = client.get(url)

@@ -23,7 +23,6 @@ from reporting import report
 from run_async import run_async
 
 from app.domain.uploads import MAX_BYTES
-from app.engine.runtime.compute import LIMITER
 from app.house import create_app, registry
 from app.web.middleware.limits import MULTIPART_OVERHEAD
 from app.web.settings import Settings
@@ -244,13 +243,13 @@ def test_a_streamed_body_over_the_cap_gets_413_in_process(make_client):
 # -- compute -------------------------------------------------------------------------------
 
 def test_healthz_answers_while_every_compute_slot_and_the_queue_are_full(tmp_path, request):
-    saved = (LIMITER.slots, LIMITER.max_waiting, LIMITER.timeout_s)
     app = create_app(Settings(device="cpu", uploads_dir=tmp_path, compute_slots=1, compute_queue=1,
                               compute_wait_s=30, response_cache_mb=0))
+    limiter = app.state.context.limiter  # this app's slots, shared with no other app
     held, release = threading.Event(), threading.Event()
 
     def hold_the_slot():
-        with LIMITER:
+        with limiter:
             held.set()
             release.wait(60)
 
@@ -258,7 +257,7 @@ def test_healthz_answers_while_every_compute_slot_and_the_queue_are_full(tmp_pat
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60) as client:
             waiting = asyncio.create_task(client.get("/api/walkthroughs/toy_grpo/step?seed=7100"))
-            while LIMITER.waiting < 1:  # the one waiting place taken
+            while limiter.waiting < 1:  # the one waiting place taken
                 await asyncio.sleep(0.01)
             busy = await client.get("/api/walkthroughs/toy_grpo/step?seed=7101")
             t0 = time.perf_counter()
@@ -281,5 +280,4 @@ def test_healthz_answers_while_every_compute_slot_and_the_queue_are_full(tmp_pat
     finally:
         release.set()
         holder.join(BOUND_S)
-        LIMITER.configure(*saved)
         app.state.compute.shutdown()

@@ -17,7 +17,6 @@ from pydantic import BaseModel, TypeAdapter
 from runs import start_default_runs
 from snapshots import other_snapshot
 
-from app.engine.runtime.compute import LIMITER
 from app.house import create_app
 from app.kinds.toy.web.schemas.compare import CompareBody
 from app.kinds.toy.web.schemas.processes import ComparisonBody, ProcessesBody, ProcessRunBody
@@ -154,16 +153,12 @@ def test_view_only_409(client):
 
 
 def test_busy_503(tmp_path):
-    saved = (LIMITER.slots, LIMITER.max_waiting, LIMITER.timeout_s)
-    try:
-        busy = TestClient(create_app(Settings(uploads_dir=tmp_path, compute_slots=1, compute_queue=0,
-                                              response_cache_mb=0)))
-        with LIMITER:  # the one slot taken, no waiting line: an uncached step is refused at once
-            response = busy.get(TENSORS + "?seed=918273")
-        validated(response, 503, ErrorBody)
-        assert response.headers["retry-after"] == "1"
-    finally:
-        LIMITER.configure(*saved)
+    app = create_app(Settings(uploads_dir=tmp_path, compute_slots=1, compute_queue=0, response_cache_mb=0))
+    busy = TestClient(app)
+    with app.state.context.limiter:  # the one slot taken, no waiting line: an uncached step is refused at once
+        response = busy.get(TENSORS + "?seed=918273")
+    validated(response, 503, ErrorBody)
+    assert response.headers["retry-after"] == "1"
 
 
 def test_models_forbid_drift():

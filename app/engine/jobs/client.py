@@ -1,10 +1,11 @@
 """What a process asks of the jobs: submit a run, read its state, read its result.
 
-One client per process (`JOBS`), configured at start-up (app/web/factory.configure_process) with
-the store, the kinds' tasks and where runs are computed:
+One client per app (its AppContext's `jobs`, app/web/context.py), configured when the app is made
+(app/web/jobs/setup.py job_client) with the store, the app's kinds' tasks and where runs are computed;
+code that reads jobs is handed the client by whoever holds it:
 - "process": by runner processes (`python -m app.worker`, one started beside each web process
   by `python -m app`, or on other machines); this process only writes and reads rows.
-- "thread": by a runner thread in this process, started on the first submit (the test suite's
+- "thread": by this client's runner threads in this process, started on the first submit (the test suite's
   TestClient apps: no process to start or stop per test).
 - "off": by someone else's runners (a web replica with --no-runner); rows wait for them.
 Reads go to the store every time (any worker or replica may have moved the job on); only a
@@ -142,6 +143,8 @@ class JobClient:
             return
         with self._lock:
             if not self._runners:
+                if self._stop.is_set():  # shut down before (a test's end): this use starts them afresh
+                    self._stop = threading.Event()
                 from app.engine.runtime.device import current_threads
                 threads = current_threads()  # the web process's TORCH_THREADS: each runner thread pins it
                 for runner in process_runners(self.store, self.tasks, self._devices, self._lease_s,
@@ -151,6 +154,7 @@ class JobClient:
                     thread.start()
                     self._runners.append(runner)
                     self._threads.append(thread)
+                _RUNNING.add(self)
             for runner in self._runners:
                 runner.wake.set()
 
@@ -162,13 +166,28 @@ class JobClient:
             for runner in self._runners:
                 runner.wake.set()
             threads, self._runners, self._threads = self._threads, [], []
+        _RUNNING.discard(self)
         deadline = time.monotonic() + wait_s
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-JOBS = JobClient()
-atexit.register(JOBS.shutdown)
+# The clients whose runner threads run in this process: threads are the process's, whichever app
+# started them, so they are stopped before the interpreter exits (a thread inside torch then aborts
+# it), and the test suite stops the ones a test's apps started (tests/isolation.py). Bookkeeping of
+# threads only: no app reads another's client through it.
+_RUNNING: set[JobClient] = set()
+
+
+def running_clients() -> list[JobClient]:
+    """The clients whose runner threads are running in this process."""
+    return list(_RUNNING)
+
+
+@atexit.register
+def _stop_runners() -> None:
+    for client in running_clients():
+        client.shutdown()
 
 
 class JobFailed(RuntimeError):
@@ -184,15 +203,15 @@ class NotStarted(LookupError):
         self.titles, self.start = titles, start  # start: the request that starts them, "POST /api/…"
 
 
-def wait_result(task: str, params: Mapping[str, Any], timeout_s: float) -> Any:
+def wait_result(jobs: JobClient, task: str, params: Mapping[str, Any], timeout_s: float) -> Any:
     """For a caller that needs the result now (a kind's short runs): the result, or NotStarted (nobody
     asked for the run), JobFailed or TimeoutError. The run itself happens once, in a runner, and is kept."""
-    job = JOBS.wait(task, params, timeout_s)
+    job = jobs.wait(task, params, timeout_s)
     if job is None:
-        raise NotStarted([JOBS.task(task).spec(params).title])
+        raise NotStarted([jobs.task(task).spec(params).title])
     if job.state == "failed":
         raise JobFailed(job.error or "failed")
-    value = JOBS.result(job)
+    value = jobs.result(job)
     if value is None:
         raise TimeoutError(f"job {job.id} ({job.title}) not done after {timeout_s:.0f} s: {job.state}, "
                            f"{100 * job.fraction:.0f} %")

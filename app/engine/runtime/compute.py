@@ -9,11 +9,13 @@ checkpoints) does not take a second one, so nested calls cannot deadlock.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 
@@ -63,11 +65,30 @@ class ComputeLimiter:
             self._held.semaphore.release()
 
 
-LIMITER = ComputeLimiter()
+# The limiter of the app whose work this call does: bound for the call by that app (its compute
+# executor, a worker process's job, a request: app/web/context.py AppContext.bound), never shared by
+# two apps of one process. Unbound (a command, the job runner, a test calling the engine itself),
+# nothing else computes in an app's name, so a miss takes no slot.
+_BOUND: ContextVar[ComputeLimiter | None] = ContextVar("compute_limiter", default=None)
+
+
+@contextlib.contextmanager
+def limited_by(limiter: ComputeLimiter) -> Iterator[ComputeLimiter]:
+    """Run the body with `limiter` bound: its cached computations' misses take its slots."""
+    token = _BOUND.set(limiter)
+    try:
+        yield limiter
+    finally:
+        _BOUND.reset(token)
+
+
+def compute_slot() -> contextlib.AbstractContextManager[Any]:
+    """A slot of the bound limiter (`with compute_slot():`), or none outside an app."""
+    return _BOUND.get() or contextlib.nullcontext()
 
 
 class CachedComputation:
-    """A function whose results are kept (LRU by summed weight) and whose misses run under LIMITER."""
+    """A function whose results are kept (LRU by summed weight) and whose misses run under the bound limiter."""
 
     def __init__(self, fn: Callable[..., Any], maxsize: int, weight: Callable[[Any], float]) -> None:
         functools.update_wrapper(self, fn)
@@ -86,7 +107,7 @@ class CachedComputation:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        with LIMITER:
+        with compute_slot():
             result = self.fn(*key)
         with self._lock:
             if key not in self._cache:
@@ -113,7 +134,7 @@ class CachedComputation:
 
 
 def cached_computation(maxsize: int, weight: Callable[[Any], float] = lambda result: 1):
-    """LRU cache whose misses run under LIMITER; defaults are bound, so f(x) and f(x, default) share a key.
+    """LRU cache whose misses run under the bound limiter; defaults are bound, so f(x) and f(x, default) share a key.
 
     `maxsize` bounds the summed `weight` of the entries, so a few huge results
     (G = 4096) cannot pin as much memory as many small ones.

@@ -34,7 +34,7 @@ from app.runs.views.run_compare_json import compare_body
 from app.runs.views.run_compare_query import MAX_RUNS, CompareQuery, read_compare
 from app.runs.views.run_view import BadRunQuery
 from app.web.deps import CatalogDep, StrictQueryRoute
-from app.web.rendering import render, render_error, templates
+from app.web.rendering import render, render_error
 from app.web.schemas.errors import ValidationErrorBody, error
 
 PAGE = "run_explorer/run_compare.html"
@@ -46,7 +46,7 @@ api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 def install(app: FastAPI) -> None:
     """The run store is read per request; its routes come before the explorer's (its `/runs/{id}` would take
     `/runs/compare`: the manifest's ROUTERS)."""
-    templates.env.globals["run_compare_choices"] = compare_choices
+    app.state.context.templates.env.globals["run_compare_choices"] = compare_choices
 
 
 def _store(request: Request) -> RunStore:

@@ -24,7 +24,7 @@ from app.runs.views.run_diff_query import check_pair, compare_form, read_pair
 from app.runs.views.run_view import BadRunQuery
 from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.errors import NotFound
-from app.web.rendering import render, render_error, templates
+from app.web.rendering import render, render_error
 from app.web.schemas.errors import BUSY, ValidationErrorBody, error
 
 PAGE = "run_explorer/run_diff.html"
@@ -35,7 +35,8 @@ api = APIRouter(prefix="/api", tags=["api"], route_class=StrictQueryRoute)
 
 def install(app: FastAPI) -> None:
     """After run_pages.install: its run store is this page's."""
-    templates.env.globals["run_diff_form"] = compare_form  # the explorer's "Compare two recorded steps"
+    # the explorer's "Compare two recorded steps"
+    app.state.context.templates.env.globals["run_diff_form"] = compare_form
 
 
 def _recorded(request: Request, run_id: str) -> dict[int, str]:

@@ -40,7 +40,7 @@ from app.stores.uploads import StoreUnavailable
 from app.views.urls import URLS
 from app.web.deps import CatalogDep, StrictQueryRoute
 from app.web.middleware.limits import MULTIPART_OVERHEAD, allow_body
-from app.web.rendering import render, templates
+from app.web.rendering import render
 from app.web.routes.pages import upload_response
 from app.web.schemas.errors import ErrorBody, ValidationErrorBody, error
 
@@ -69,7 +69,8 @@ def install(app: FastAPI) -> None:
                "(RUN_UPLOAD_MAX_MB): archive the run's logs and dumps without its checkpoints' weights")
     for path in (API_PATH, PAGE_PATH):
         allow_body(app, "POST", path, settings.run_upload_max_mb * MB + MULTIPART_OVERHEAD, message)
-    templates.env.globals["run_refusal_template"] = TEMPLATE  # what run-upload.js fills in (run_upload_form.html)
+    # what run-upload.js fills in (run_upload_form.html)
+    app.state.context.templates.env.globals["run_refusal_template"] = TEMPLATE
 
 
 def _remove_stale(temp_root: Path) -> None:

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.engine.jobs.client import JOBS, NotStarted
+from app.engine.jobs.client import JobClient, NotStarted
 from app.engine.jobs.tasks import Job
 from app.stores.jobs import JobRecord
 from app.web.conventions_query import ConventionsQuery
@@ -68,11 +68,11 @@ def _job(request: Request, cat, walkthrough_id: str, path: str, query: dict[str,
                                        "msg": message or str(exc)}]) from None
 
 
-def _answer(job: JobRecord) -> JSONResponse:
+def _answer(jobs: JobClient, job: JobRecord) -> JSONResponse:
     result = None
     if job.state == "done":
-        value = JOBS.result(job)
-        result = None if value is None else JOBS.task(job.task).answer(job.params, value)
+        value = jobs.result(job)
+        result = None if value is None else jobs.task(job.task).answer(job.params, value)
     status = 200 if job.finished else 202
     # Only a done job's answer may be kept by caches: a failed one can be started again, a running one moves.
     headers = {} if job.state == "done" else {"Cache-Control": "no-store"}
@@ -91,10 +91,11 @@ def get_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, 
     A GET never starts one (a link, a prefetcher or a crawler costs nothing): a run nobody started is a
     404 naming the POST that starts it. Reading a queued run keeps it wanted."""
     task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
-    job = JOBS.find(task, params)
+    jobs = request.app.state.context.jobs
+    job = jobs.find(task, params)
     if job is None:
-        raise NotStarted([JOBS.task(task).spec(params).title])
-    return _answer(job)
+        raise NotStarted([jobs.task(task).spec(params).title])
+    return _answer(jobs, job)
 
 
 @router.post("/walkthroughs/{walkthrough_id}/paths/{path}", responses=POST_RESPONSES, response_model=None)
@@ -106,7 +107,7 @@ async def start_path(request: Request, walkthrough_id: str, path: str, cat: Cata
     it (`python -m app.jobs delete ID`). Limited per client (429) and by the queue's bound (503)."""
     task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
     (job,) = await start_jobs(request, [(task, params)])
-    return await run_in_threadpool(_answer, job)
+    return await run_in_threadpool(_answer, request.app.state.context.jobs, job)
 
 
 def install(app) -> None:

@@ -1,7 +1,7 @@
 """The jobs of one process: the store, the kinds' tasks and where runs are computed.
 
-`configure_jobs` runs in every process that reads jobs (app/web/factory.configure_process: the
-web process and each compute worker); `install_jobs` adds to the web app the paths API, the
+`job_client` makes the client of every app that reads jobs (its AppContext's: the web app and each
+compute worker's, app/web/factory.py); `install_jobs` adds to the web app the paths API, the
 answers for a failed or unfinished run, and, with JOB_RUNNER=process, the runner child process.
 """
 from __future__ import annotations
@@ -12,17 +12,17 @@ from collections.abc import Callable, Mapping, Sequence
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.engine.jobs.client import JOBS, JobFailed, NotStarted
+from app.engine.jobs.client import JobClient, JobFailed, NotStarted
 from app.engine.jobs.tasks import JobTask
 from app.stores.jobs import QueueFull, open_job_backend
 from app.stores.uploads import StoreUnavailable
 from app.web.jobs import paths_api
 from app.web.jobs.runner_process import RunnerProcess
-from app.web.jobs.start import StartLimiter, TooManyStarts, queue_default_runs
+from app.web.jobs.start import TooManyStarts, queue_default_runs
 from app.web.kind import DefaultRun
 from app.web.lifespan import with_server
 from app.web.middleware.http_cache import CHANGES_NOW
-from app.web.rendering import VARY, render_error, templates, wants_fragment
+from app.web.rendering import VARY, render_error, templates_of, wants_fragment
 from app.web.settings import Settings
 
 # Seconds a client refused for a full queue is told to wait: about what the runners need for a few
@@ -32,16 +32,17 @@ QUEUE_FULL_RETRY_S = 10
 log = logging.getLogger("app.jobs")
 
 
-def configure_jobs(settings: Settings, tasks: Mapping[str, JobTask]) -> None:
-    """The client of this process. With JOB_RUNNER=process (a served app) no process but the runner
-    child computes; "thread" (the test suite's in-process apps) starts runner threads on first use."""
+def job_client(settings: Settings, tasks: Mapping[str, JobTask]) -> JobClient:
+    """An app's client. With JOB_RUNNER=process (a served app) no process but the runner child
+    computes; "thread" (the test suite's in-process apps) starts the client's runner threads on first use."""
     store = open_job_backend(settings.resolved_data_dir, settings.database_url)
-    JOBS.configure(store, tasks, settings.job_runner, settings.job_lease_s, want_s=settings.job_want_s)
+    jobs = JobClient()
+    jobs.configure(store, tasks, settings.job_runner, settings.job_lease_s, want_s=settings.job_want_s)
+    return jobs
 
 
 def install_jobs(app: FastAPI, settings: Settings) -> None:
     paths_api.install(app)
-    app.state.job_starts = StartLimiter(settings.job_starts_burst, settings.job_starts_per_min)
 
     @app.exception_handler(NotStarted)
     async def _not_started(request: Request, exc: NotStarted):
@@ -54,7 +55,7 @@ def install_jobs(app: FastAPI, settings: Settings) -> None:
         else:
             action = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             page = "partials/not_started.html" if wants_fragment(request) else "pages/not_started.html"
-            response = templates.TemplateResponse(request, page, {"titles": exc.titles, "action": action})
+            response = templates_of(request).TemplateResponse(request, page, {"titles": exc.titles, "action": action})
             response.headers["Vary"] = VARY
         response.headers["Cache-Control"] = CHANGES_NOW
         return response
@@ -103,7 +104,7 @@ def install_default_runs(app: FastAPI, kinds_runs: Sequence[DefaultRuns]) -> Non
     """The kinds' default runs, queued by the server itself when it starts (DEFAULT_RUNS): never by a GET."""
     def start() -> None:
         try:
-            queue_default_runs(job for runs in kinds_runs for job in runs(app))
+            queue_default_runs(app.state.context.jobs, (job for runs in kinds_runs for job in runs(app)))
         except StoreUnavailable as exc:  # the store is down: the server still serves; a POST starts them later
             log.warning("default runs not queued: %s", exc)
     with_server(app, start, lambda: None)

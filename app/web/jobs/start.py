@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from app.engine.jobs.client import JOBS
+from app.engine.jobs.client import JobClient
 from app.engine.jobs.tasks import Job
 from app.stores.jobs import SERVER, Ask, JobRecord
 from app.web.kind import DefaultRun
@@ -67,33 +67,34 @@ def client_key(request: Request) -> str:
 
 
 def start_limiter(request: Request) -> StartLimiter:
-    return request.app.state.job_starts
+    return request.app.state.context.starts
 
 
 async def start_jobs(request: Request, needed: Iterable[Job]) -> list[JobRecord]:
     """Queue what is not yet asked for (a failed run is queued again): the client's bucket is charged
     for each new run first (TooManyStarts), and the store refuses rows past the bound (QueueFull)."""
     needed = list(needed)
-    found = [await run_in_threadpool(JOBS.find, task, params) for task, params in needed]
+    jobs = request.app.state.context.jobs
+    found = [await run_in_threadpool(jobs.find, task, params) for task, params in needed]
     new = sum(1 for job in found if job is None or job.state == "failed")
     start_limiter(request).take(client_key(request), new)
     settings = request.app.state.settings
     ask = Ask(client=client_key(request), want_s=settings.job_want_s, max_queued=settings.job_queue_max)
-    jobs = []
+    started = []
     for (task, params), job in zip(needed, found, strict=True):
-        if job is not None and job.state == "failed" and await run_in_threadpool(JOBS.retry, job.id):
-            job = await run_in_threadpool(JOBS.status, job.id)
+        if job is not None and job.state == "failed" and await run_in_threadpool(jobs.retry, job.id):
+            job = await run_in_threadpool(jobs.status, job.id)
         if job is None or job.state != "done":
-            job = await run_in_threadpool(JOBS.submit, task, params, ask)
-        jobs.append(job)
-    return jobs
+            job = await run_in_threadpool(jobs.submit, task, params, ask)
+        started.append(job)
+    return started
 
 
-def queue_default_runs(needed: Iterable[DefaultRun | Job]) -> None:
+def queue_default_runs(jobs: JobClient, needed: Iterable[DefaultRun | Job]) -> None:
     """The server's own runs (its kinds' defaults), queued at start-up and kept until done: a first
     visitor finds them computed, and no GET had to start them. Queued in their order (FIRST_PAGE
     first, stable within one): the start-up runner takes the server's runs in the order they were queued."""
     runs = sorted((run if isinstance(run, DefaultRun) else DefaultRun(run) for run in needed),
                   key=lambda run: run.order)
     for run in runs:
-        JOBS.submit(*run.job, Ask(client=SERVER, keep=True, want_s=JOBS.want_s))
+        jobs.submit(*run.job, Ask(client=SERVER, keep=True, want_s=jobs.want_s))

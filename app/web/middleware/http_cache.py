@@ -47,7 +47,7 @@ from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.domain.uploads import ID_PATTERN
-from app.web.rendering import VARY, static_version
+from app.web.rendering import VARY, StaticVersions
 
 PUBLIC = "public, max-age=300, stale-while-revalidate=3600, stale-if-error=86400"
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -81,14 +81,15 @@ def names_upload(path: str) -> bool:
     return m is not None and ID_PATTERN.fullmatch(m.group(1)) is not None
 
 
-def is_versioned_static(path: str, query_string: bytes) -> bool:
-    """/static/<name>?v=<name's current content hash>: the URL names these exact bytes."""
+def is_versioned_static(path: str, query_string: bytes, static: StaticVersions | None) -> bool:
+    """/static/<name>?v=<name's current content hash, as the app versions it>: the URL names these exact bytes."""
     versions = parse_qs(query_string.decode("latin-1")).get("v")
-    current = static_version(path.removeprefix("/static/"))
+    current = (static or StaticVersions()).version(path.removeprefix("/static/"))
     return current is not None and versions == [current]
 
 
-def cache_control(method: str, path: str, query_string: bytes, status: int) -> str:
+def cache_control(method: str, path: str, query_string: bytes, status: int,
+                  static: StaticVersions | None = None) -> str:
     if method != "GET":
         return NO_STORE
     if status in (404, 410):
@@ -96,7 +97,7 @@ def cache_control(method: str, path: str, query_string: bytes, status: int) -> s
     if status >= 400 or status < 200 or not is_cacheable(path):
         return NO_STORE
     if path.startswith("/static/"):
-        return IMMUTABLE if status in (200, 206) and is_versioned_static(path, query_string) else STATIC_SHORT
+        return IMMUTABLE if status in (200, 206) and is_versioned_static(path, query_string, static) else STATIC_SHORT
     return PUBLIC
 
 
@@ -124,9 +125,10 @@ class HttpCacheMiddleware:
     """Pure ASGI. Buffers the 200s of deterministic GETs (to hash them), up to `max_body`
     bytes; a longer body is streamed with only Cache-Control added."""
 
-    def __init__(self, app: ASGIApp, max_body: int = 16 * 1024 * 1024) -> None:
+    def __init__(self, app: ASGIApp, max_body: int = 16 * 1024 * 1024, static: StaticVersions | None = None) -> None:
         self.app = app
         self.max_body = max_body
+        self.static = static  # the app's static files (its AppContext's): the shared ones when None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -143,7 +145,7 @@ class HttpCacheMiddleware:
             # errors follow the policy.
             own = headers.get("cache-control", "")
             if (status >= 400 and own != CHANGES_NOW) or not own:
-                headers["cache-control"] = cache_control(method, path, query_string, status)
+                headers["cache-control"] = cache_control(method, path, query_string, status, self.static)
             if is_page(path):
                 merge_vary(headers, VARY)
             message["headers"] = headers.raw

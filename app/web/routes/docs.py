@@ -8,12 +8,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse
 
-from app.web.rendering import templates
+from app.web.rendering import templates_of
 
 router = APIRouter(include_in_schema=False)
 
 
 @router.get("/docs", response_class=HTMLResponse)
 def api_docs(request: Request) -> HTMLResponse:
-    return templates.TemplateResponse(request, "pages/api_docs.html", {
+    return templates_of(request).TemplateResponse(request, "pages/api_docs.html", {
         "title": request.app.title, "openapi_url": request.app.openapi_url})

@@ -20,7 +20,7 @@ from app.web.errors import NotFound
 from app.web.jobs.start import start_jobs
 from app.web.jobs.wait import await_jobs
 from app.web.kind import KindRegistry, StepRequest
-from app.web.rendering import templates
+from app.web.rendering import templates_of
 from app.web.step_pages import step_context, step_response
 
 router = APIRouter(include_in_schema=False)
@@ -31,26 +31,26 @@ UPLOAD = "pages/upload.html"
 @router.get("/")
 async def home(request: Request, cat: CatalogDep):
     if cat.default_id is None:
-        return templates.TemplateResponse(request, "pages/error.html", {
+        return templates_of(request).TemplateResponse(request, "pages/error.html", {
             "status": 503, "title": "No walkthrough loaded",
             "message": "No walkthrough file in the walkthroughs folder could be loaded.",
             "entries": cat.entries()}, status_code=503)
     entry = find_loaded(cat, cat.default_id)
     home_view = build_home(entry, cat.entries(), cat.featured)
-    return templates.TemplateResponse(request, "pages/home.html", {"home": home_view})
+    return templates_of(request).TemplateResponse(request, "pages/home.html", {"home": home_view})
 
 
 @router.get("/walkthroughs")
 def walkthroughs_page(request: Request, cat: CatalogDep):
     listed = list_walkthroughs(cat.entries(), cat.featured)
-    return templates.TemplateResponse(request, "pages/walkthroughs.html", {"listed": listed})
+    return templates_of(request).TemplateResponse(request, "pages/walkthroughs.html", {"listed": listed})
 
 
 def upload_response(request: Request, refusal: Refusal | None = None) -> HTMLResponse:
     """The upload page; with a refusal (any of its forms'), the refusal first, focused, its form right under it
     (issue 49), answered with the refusal's status and never stored by a cache."""
     kinds = request.app.state.kinds
-    response = templates.TemplateResponse(request, UPLOAD, {
+    response = templates_of(request).TemplateResponse(request, UPLOAD, {
         "refusal": refusal, "help": kinds.upload_help, "formats": kinds.upload_formats},
         status_code=refusal.status if refusal is not None else 200)
     if refusal is not None:
@@ -91,7 +91,7 @@ async def step_page(request: Request, walkthrough_id: str, step_id: str, compute
     entry = find_loaded(request.app.state.catalog, walkthrough_id)
     kind = request.app.state.kinds.get(entry.kind)
     if kind is not None and kind.step_jobs is not None and kind.waits_for_jobs:
-        await await_jobs(kind.step_jobs(request, entry))
+        await await_jobs(request.app.state.context.jobs, kind.step_jobs(request, entry))
     return await compute.run_in_app(step_work, portable_scope(request), walkthrough_id, step_id)
 
 

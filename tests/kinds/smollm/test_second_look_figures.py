@@ -18,8 +18,7 @@ from app.views.numbers import readout
 
 @pytest.fixture(scope="module")
 def render(make_client):
-    make_client()  # an app of the house: the kinds' template folders join the loader
-    from app.web.rendering import templates
+    templates = make_client().app.state.context.templates  # an app of the house's: its kinds' template folders
 
     template = templates.env.get_template("smollm/figures.html")
 

@@ -8,8 +8,8 @@ import time
 from urllib.parse import quote
 
 import pytest
+from runs import jobs_of
 
-from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
 
@@ -22,15 +22,15 @@ PARAMS = SmolParams(group_size=2, max_new_tokens=6, seed=11, inner_steps=1)
 def done(client):
     missing = client.get(f"{URL}?{QUERY}")
     assert missing.status_code == 404 and missing.json()["start"] == f"POST {URL}?{QUERY}"
-    assert JOBS.find(*step_task.step_job(PARAMS, "cpu")) is None
+    assert jobs_of(client).find(*step_task.step_job(PARAMS, "cpu")) is None
     assert client.post(f"{URL}?{QUERY}").status_code in (200, 202)
     deadline = time.monotonic() + 120
     while (answer := client.get(f"{URL}?{QUERY}")).status_code == 202:
         assert answer.headers["cache-control"] == "no-store" and time.monotonic() < deadline
         time.sleep(0.2)
     assert answer.status_code == 200 and answer.json()["state"] == "done", answer.text[:500]
-    job = JOBS.find(*step_task.step_job(PARAMS, "cpu"))
-    return answer.json()["result"], JOBS.result(job)
+    job = jobs_of(client).find(*step_task.step_job(PARAMS, "cpu"))
+    return answer.json()["result"], jobs_of(client).result(job)
 
 
 def test_every_node_is_listed_with_its_size(done):
@@ -92,9 +92,9 @@ def test_one_module_per_token(client, done):
                                                         ("clip_eps=0.3", 422, "clip_eps"),
                                                         (f"{QUERY}&node=policy.blocks.99.mlp.down", 404, None)])
 def test_bad_input_is_refused_and_costs_nothing(client, done, query, status, field):
-    before = len(JOBS.store.listing())
+    before = len(jobs_of(client).store.listing())
     answer = client.post(f"{URL}?{query}") if status == 422 else client.get(f"{URL}?{query}")
     assert answer.status_code == status, answer.text[:300]
     if field:
         assert field in answer.text
-    assert len(JOBS.store.listing()) == before
+    assert len(jobs_of(client).store.listing()) == before

@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 
 import pytest
 from bs4 import BeautifulSoup
+from runs import jobs_of
 
-from app.engine.jobs.client import JOBS
 from app.kinds.smollm.domain.own_prompt import own_task
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
@@ -38,8 +38,8 @@ def soup(response):
     return BeautifulSoup(response.text, "html.parser")
 
 
-def jobs() -> int:
-    return len(JOBS.store.listing())
+def jobs(client) -> int:
+    return len(jobs_of(client).store.listing())
 
 
 def finished(client, query: str, deadline_s: float = 120):
@@ -76,13 +76,13 @@ def done(client):
     ({"max_new_tokens": "lots"}, "max_new_tokens", "integer"),
 ])
 def test_bad_input_is_a_422_naming_only_the_fields_sent(client, asked, field, words):
-    before = jobs()
+    before = jobs(client)
     answer = client.post(f"{API}?{urlencode(asked)}")
     assert answer.status_code == 422, answer.text[:300]
     detail = answer.json()["detail"]
     assert {d["param"] for d in detail} == {field}, detail
     assert words in detail[0]["message"]
-    assert jobs() == before
+    assert jobs(client) == before
 
 
 def test_a_question_too_long_for_the_models_context_fails_its_job_saying_why(client):
@@ -100,15 +100,15 @@ def test_a_typed_questions_step_is_a_job_keyed_by_its_text(client, done):
     task = own_task(QUESTION, "42")
     for completion in done["completions"]:
         assert completion["reward_parts"] == task.score(completion["text"])
-    job = JOBS.find(*step_task.step_job(PARAMS, "cpu"))
+    job = jobs_of(client).find(*step_task.step_job(PARAMS, "cpu"))
     assert job is not None and job.state == "done"
     assert job.params["step"]["prompt_text"] == QUESTION and job.params["step"]["expected"] == "42"
-    before = jobs()
+    before = jobs(client)
     again = urlencode({**ASKED, "prompt": "3", "prompt_text": f"  {QUESTION}\r\n"})  # the same step, spelt otherwise
     assert client.post(f"{API}?{again}").json()["state"] == "done"
-    assert jobs() == before  # computed once
+    assert jobs(client) == before  # computed once
     other = SmolParams(group_size=2, max_new_tokens=4, seed=5, prompt_text=QUESTION)  # no expected answer: another
-    assert JOBS.find(*step_task.step_job(other, "cpu")) is None
+    assert jobs_of(client).find(*step_task.step_job(other, "cpu")) is None
 
 
 def test_the_form_asks_for_a_question_and_its_expected_answer(client):

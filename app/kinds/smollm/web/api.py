@@ -15,7 +15,7 @@ from pydantic import ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from starlette.concurrency import run_in_threadpool
 
-from app.engine.jobs.client import JOBS, NotStarted
+from app.engine.jobs.client import JobClient, NotStarted
 from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import step_task
 from app.kinds.smollm.engine.node_map import block_count
@@ -117,10 +117,10 @@ def nodes_payload(result: SmolStepResult, node: str | None) -> dict[str, Any]:
     raise NotFound(f"node {node!r} was not recorded in this step (a block the model lacks, or no such node)")
 
 
-def _answer(job: JobRecord, node: str | None) -> JSONResponse:
+def _answer(jobs: JobClient, job: JobRecord, node: str | None) -> JSONResponse:
     result = None
     if job.state == "done":
-        value = JOBS.result(job)
+        value = jobs.result(job)
         if value is not None:
             result = {**step_task.payload(step_task.SmolStepJob.model_validate(job.params), value),
                       **nodes_payload(value, node)}
@@ -133,11 +133,11 @@ def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: Device
     """The real model's GRPO step for these parameters, as its job stands. A GET never starts it: a step nobody
     started is a 404 naming the POST that does."""
     model = _check(request, cat, walkthrough_id, params)
-    job = JOBS.find(*step_task.step_job(params, dev, model))
+    job = request.app.state.context.jobs.find(*step_task.step_job(params, dev, model))
     if job is None:
         raise NotStarted([step_task.title(step_task.step_params(params, dev, model))],
                          start=f"POST {request.url.path}{'?' + request.url.query if request.url.query else ''}")
-    return _answer(job, node)
+    return _answer(request.app.state.context.jobs, job, node)
 
 
 async def start_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: DeviceDep, params: SmolParamsDep,
@@ -146,4 +146,4 @@ async def start_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev
     real model's runner and kept. Limited per client (429) and by the queue's bound (503)."""
     model = _check(request, cat, walkthrough_id, params)
     (job,) = await start_jobs(request, [step_task.step_job(params, dev, model)])
-    return await run_in_threadpool(_answer, job, node)
+    return await run_in_threadpool(_answer, request.app.state.context.jobs, job, node)

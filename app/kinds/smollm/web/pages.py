@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from app.engine.jobs.client import JOBS
+from app.engine.jobs.client import JobClient
 from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, step_task
 from app.kinds.smollm.views import urls
@@ -42,24 +42,25 @@ def read_query(query: Mapping[str, str]) -> SmolQuery:
         raise NotFound(str(exc)) from None
 
 
-def run_state(q: SmolQuery, device: str, model: Path | None = None):
-    """(RunState, the step's result or None) as the job store has them; a GET never queues. `model`: an added
+def run_state(jobs: JobClient, q: SmolQuery, device: str, model: Path | None = None):
+    """(RunState, the step's result or None) as the app's job store (`jobs`, its client) has
+    them; a GET never queues. `model`: an added
     model's GGUF file (none: the default model's)."""
     if not checkpoint.runnable(model):
         return RunState("no-checkpoint", install_hint=checkpoint.INSTALL_HINT), None
     if q.refused is not None:
         return RunState("not-started"), None
-    job = JOBS.find(*step_task.step_job(q.params, device, model))
+    job = jobs.find(*step_task.step_job(q.params, device, model))
     if job is None:
         return RunState("not-started"), None
     if job.state == "done":
-        result = JOBS.result(job)
+        result = jobs.result(job)
         if result is not None:
             return RunState("done", seconds=job.seconds), result
         return RunState("not-started"), None
     if job.state == "failed":
         return RunState("failed", error=job.error), None
-    return RunState(job.state, job.stage, job.fraction, ahead=JOBS.ahead(job), startup=job.client == SERVER), None
+    return RunState(job.state, job.stage, job.fraction, ahead=jobs.ahead(job), startup=job.client == SERVER), None
 
 
 def step_page(asked: StepRequest) -> Response:
@@ -71,12 +72,12 @@ def step_page(asked: StepRequest) -> Response:
                                 node=query.get("node"), view=query.get("view"), own=q)
     except UnknownViewPart as exc:
         raise NotFound(str(exc)) from None
-    model = own_model(request, walkthrough_id)
-    run, result = run_state(q, asked.device, model)
+    model, jobs = own_model(request, walkthrough_id), request.app.state.context.jobs
+    run, result = run_state(jobs, q, asked.device, model)
     if result is not None:
         _check_view(result, q)
     poll = urls.progress(walkthrough_id, {**q.query(), "step": step_id})
-    panel = build_panel(walkthrough_id, step_id, q, asked.device, model, model_facts(snapshot))
+    panel = build_panel(jobs, walkthrough_id, step_id, q, asked.device, model, model_facts(snapshot))
     screen = build_smol_screen(snapshot, state, run, result, state.url(snapshot), poll, panel)
     context = step_context(screen, asked.catalog)
     if q.refused is not None:
@@ -103,7 +104,7 @@ def progress_box(request: Request, walkthrough_id: str, cat: CatalogDep, dev: De
         raise NotFound(f"walkthrough {walkthrough_id!r} is not the real model's")
     query = {k: v for k, v in request.query_params.items() if k != "step"}
     q = read_query(query)
-    run, _ = run_state(q, dev, own_model(request, walkthrough_id))
+    run, _ = run_state(request.app.state.context.jobs, q, dev, own_model(request, walkthrough_id))
     step_id = step if step in {s.id for s in entry.snapshot.steps} else entry.snapshot.opening_step_id
     page = URLS.step(walkthrough_id, step_id, q.query())
     headers = {"Cache-Control": NO_STORE}

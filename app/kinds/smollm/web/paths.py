@@ -13,7 +13,7 @@ from starlette.responses import RedirectResponse
 
 from app.domain.catalog import CatalogEntry
 from app.domain.training_paths import PATH_IDS
-from app.engine.jobs.client import JOBS
+from app.engine.jobs.client import JobClient
 from app.engine.jobs.tasks import Job
 from app.kinds.smollm.domain.kind_id import KIND_ID
 from app.kinds.smollm.engine import checkpoint, run_task
@@ -44,15 +44,16 @@ def r1_zero_job(device: str, seed: int = DEFAULT_SEED, model: Path | None = None
     return r1_zero_params(device, seed, model).job()
 
 
-def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, model: Path | None = None,
-                facts: ModelFacts = SMOLLM2) -> RunPanel:
-    """The paths panel of a walkthrough whose model is `facts` (run by `model`'s file; none: the default's)."""
+def build_panel(jobs: JobClient, walkthrough_id: str, step_id: str, q: SmolQuery, device: str,
+                model: Path | None = None, facts: ModelFacts = SMOLLM2) -> RunPanel:
+    """The paths panel of a walkthrough whose model is `facts` (run by `model`'s file; none: the default's),
+    its run as the app's job store has it (`jobs`, its client)."""
     path = q.process or "r1-zero"
     seed = q.params.seed
     typed = r1_zero_params(device, seed, model)
     run = typed.run
-    job = JOBS.find(*typed.job()) if checkpoint.runnable(model) else None
-    result = JOBS.result(job) if job is not None and job.state == "done" else None
+    job = jobs.find(*typed.job()) if checkpoint.runnable(model) else None
+    result = jobs.result(job) if job is not None and job.state == "done" else None
     waiting = job is not None and not job.finished
 
     def page(p: str) -> str:
@@ -63,7 +64,7 @@ def build_panel(walkthrough_id: str, step_id: str, q: SmolQuery, device: str, mo
                     poll_url=urls.r1_zero_paths(walkthrough_id, step_id, seed, path) if waiting else None,
                     why_not=WHY_NOT.get(path), tiny_lm_url=urls.tiny_lm_path(path), steps=run.steps,
                     group_size=run.group_size, max_new_tokens=run.max_new_tokens, seed=seed,
-                    queue_place=JOBS.ahead(job) if job is not None else None, facts=facts)
+                    queue_place=jobs.ahead(job) if job is not None else None, facts=facts)
 
 
 def _entry(cat, walkthrough_id: str, path: str) -> CatalogEntry:
@@ -85,7 +86,8 @@ def paths_panel(request: Request, walkthrough_id: str, path: str, cat: CatalogDe
     if process not in PATH_IDS:
         raise NotFound(f"process must be one of {', '.join(PATH_IDS)}, got {process!r}")
     assert entry.snapshot is not None
-    panel = build_panel(walkthrough_id, _step_id(entry, step), SmolQuery(_seeded(seed), process=process), dev,
+    jobs = request.app.state.context.jobs
+    panel = build_panel(jobs, walkthrough_id, _step_id(entry, step), SmolQuery(_seeded(seed), process=process), dev,
                         own_model(request, walkthrough_id), model_facts(entry.snapshot))
     headers = {"Cache-Control": NO_STORE} if panel.poll_url or panel.view is None else None
     return render(request, PANEL, PANEL, {"paths": panel}, headers=headers)

@@ -10,7 +10,7 @@ import threading
 from collections import OrderedDict
 
 from app.engine.grpo.params import Conventions
-from app.engine.runtime.compute import LIMITER
+from app.engine.runtime.compute import compute_slot
 from app.kinds.step_record.domain.record import StepRecord
 from app.kinds.step_record.engine.step import Recomputed, recompute
 
@@ -27,7 +27,7 @@ def recomputed(key: str, record: StepRecord, conventions: Conventions | None = N
         if hit is not None:
             _cache.move_to_end(slot)
             return hit
-    with LIMITER:  # a miss computes: it takes one of the app's compute slots, as every kind's does
+    with compute_slot():  # a miss computes: it takes one of the app's compute slots, as every kind's does
         result = recompute(record, conventions)
     with _lock:
         _cache[slot] = result

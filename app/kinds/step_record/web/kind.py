@@ -19,12 +19,11 @@ from app.kinds.step_record.views.meaning import describe_record
 from app.kinds.step_record.web import api, examples, pages
 from app.views.urls import STEP_API
 from app.web.kind import Kind, KindRoute, Moved
-from app.web.rendering import templates
 
 
 def install(app: FastAPI) -> None:
     # the upload page's "Try an example" lists the shipped records (upload_help.html)
-    templates.env.globals["step_record_examples"] = EXAMPLES
+    app.state.context.templates.env.globals["step_record_examples"] = EXAMPLES
 
 
 HERE = Path(__file__).resolve().parents[1]

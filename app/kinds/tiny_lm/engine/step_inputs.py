@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.training_paths import PATH_IDS
-from app.engine.jobs.client import JOBS
+from app.engine.jobs.client import JobClient
 from app.engine.jobs.tasks import Job
 from app.kinds.tiny_lm.engine.lm_plans import DR_GRPO
 from app.kinds.tiny_lm.engine.params import TokenParams
@@ -43,10 +43,10 @@ class TokenInputs:
     paths: PathInputs | None = None
 
 
-def _run(job: JobRecord | None) -> PathRun:
+def _run(jobs: JobClient, job: JobRecord | None) -> PathRun:
     if job is None:
         return PathRun(None, None)
-    return PathRun(job, JOBS.result(job), JOBS.ahead(job) if job.state == "queued" else None)
+    return PathRun(job, jobs.result(job), jobs.ahead(job) if job.state == "queued" else None)
 
 
 def path_jobs(path: str, seed: int, device: str, overlay: bool) -> list[Job]:
@@ -60,20 +60,21 @@ def path_jobs(path: str, seed: int, device: str, overlay: bool) -> list[Job]:
     return runs
 
 
-def obtain_paths(path: str | None, seed: int, device: str, overlay: bool) -> PathInputs | None:
-    """The chosen path's jobs as the store has them, in overlay mode every path's; never queues one."""
+def obtain_paths(jobs: JobClient, path: str | None, seed: int, device: str, overlay: bool) -> PathInputs | None:
+    """The chosen path's jobs as the app's store has them (`jobs`, its client), in overlay mode every
+    path's; never queues one."""
     if not path:
         return None
-    main = _run(JOBS.find(*path_job(path, seed, device)))
+    main = _run(jobs, jobs.find(*path_job(path, seed, device)))
     if overlay:
-        runs = {p: main if p == path else _run(JOBS.find(*path_job(p, seed, device))) for p in PATH_IDS}
+        runs = {p: main if p == path else _run(jobs, jobs.find(*path_job(p, seed, device))) for p in PATH_IDS}
         return PathInputs(path, main, runs)
     dr = None
     if path == "r1-zero" and main.result is not None:
-        dr = _run(JOBS.find(*path_job(path, seed, device, conventions=DR_GRPO)))
+        dr = _run(jobs, jobs.find(*path_job(path, seed, device, conventions=DR_GRPO)))
     return PathInputs(path, main, dr_grpo=dr)
 
 
-def obtain(params: TokenParams, device: str, path: str | None, overlay: bool) -> TokenInputs:
-    """The step (cached per parameters and device) and the chosen path's jobs."""
-    return TokenInputs(run_token_step(params, device), obtain_paths(path, params.seed, device, overlay))
+def obtain(jobs: JobClient, params: TokenParams, device: str, path: str | None, overlay: bool) -> TokenInputs:
+    """The step (cached per parameters and device) and the chosen path's jobs (read with `jobs`, the app's client)."""
+    return TokenInputs(run_token_step(params, device), obtain_paths(jobs, path, params.seed, device, overlay))

@@ -42,7 +42,7 @@ def step_page(asked: StepRequest):
                                 node=query.get("node"), view=query.get("view"), own=q)
         # One way: the engine's results first (the step, cached; the chosen path's jobs, as the store
         # has them), then the screen from them, then the template.
-        inputs = obtain(q.params, dev, q.path, q.overlay)
+        inputs = obtain(request.app.state.context.jobs, q.params, dev, q.path, q.overlay)
         screen = build_token_screen(snapshot, state, inputs)  # refuses a completion or head it lacks
     except (UnknownViewPart, BadTokenView) as exc:
         raise NotFound(str(exc)) from None
@@ -78,7 +78,7 @@ def path_fragment(request: Request, walkthrough_id: str, path: str, cat: Catalog
     def page(**change) -> str:
         return URLS.step(walkthrough_id, step, replace(q, **change).query()) + "#lm-path-panel"
 
-    runs = obtain_paths(path, seed, dev, overlay is not None)
+    runs = obtain_paths(request.app.state.context.jobs, path, seed, dev, overlay is not None)
     panel = path_panel(walkthrough_id, q, runs, {p: page(path=p, overlay=False) for p in PATH_IDS}, page(overlay=True))
     return render(request, PATHS, PATHS, {"path_panel": panel, "seed": seed},
                   headers={"Cache-Control": NO_STORE} if panel.running else None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from app.engine.jobs.client import wait_result
+from app.engine.jobs.client import JobClient, wait_result
 from app.engine.jobs.tasks import Job, JobParams, Progress
 from app.engine.runtime.compute import ComputeBusy
 from app.kinds.toy.domain.process_spec import ProcessCatalog, Stage
@@ -47,10 +47,11 @@ def title(params: ProcessJob) -> str:
     return f"{params.process} seed {params.seed}{scale}"
 
 
-def process_run(catalog: ProcessCatalog, process_id: str, seed: int, iterations_scale: int = 1) -> ProcessRun:
-    """The run of a path, from the job store: computed by a runner if nobody has yet."""
+def process_run(jobs: JobClient, catalog: ProcessCatalog, process_id: str, seed: int,
+                iterations_scale: int = 1) -> ProcessRun:
+    """The run of a path, from the app's job store (`jobs`, its client): computed by a runner if nobody has yet."""
     try:
-        run: ProcessRun = wait_result(*process_job(catalog, process_id, seed, iterations_scale), WAIT_S)
+        run: ProcessRun = wait_result(jobs, *process_job(catalog, process_id, seed, iterations_scale), WAIT_S)
     except TimeoutError as exc:  # the runners are behind: a 503 with Retry-After, like a full compute queue
         raise ComputeBusy(str(exc)) from None
     return run

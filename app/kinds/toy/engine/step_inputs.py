@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from app.engine.grpo.params import Conventions
+from app.engine.jobs.client import JobClient
 from app.kinds.toy.domain.process_spec import ProcessCatalog
 from app.kinds.toy.engine.compare import Comparison, compare_step
 from app.kinds.toy.engine.params import GRPOParams
@@ -29,14 +30,17 @@ class ToyInputs:
 
 
 def obtain(params: GRPOParams, device: str, processes: ProcessCatalog | None, process_id: str | None = None,
-           stage_id: str | None = None, compare: Conventions | None = None) -> ToyInputs:
+           stage_id: str | None = None, compare: Conventions | None = None,
+           jobs: JobClient | None = None) -> ToyInputs:
     """With a training path: its stage's last training step (seed and prompt apply; the stage keeps
     its own G, ε, β), and every path's run once (from the job store: computed by a runner if nobody
     has yet). Without: the walkthrough's GRPO step with all of `params`, and side B's step when
-    `compare` is set. KeyError for an unknown process or stage (callers validate ids first)."""
+    `compare` is set. `jobs`: the app's job client, which a training path's runs are read with.
+    KeyError for an unknown process or stage (callers validate ids first)."""
     runs: dict[str, ProcessRun] = {}
     if process_id is not None and processes is not None:
-        runs = {pid: process_run(processes, pid, params.seed) for pid in processes.ids}
+        assert jobs is not None, "a path's runs are read with the app's job client"
+        runs = {pid: process_run(jobs, processes, pid, params.seed) for pid in processes.ids}
     result, run_error = None, None
     try:
         result = step_for_view(params, device, processes, process_id, stage_id, runs.get(process_id or ""))

@@ -79,7 +79,7 @@ async def get_tensors(
         return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok)
     proc = find_process(processes, process)
     stage_id = find_stage(proc, stage).id if stage is not None else proc.default_stage.id
-    await await_jobs([process_jobs.process_job(processes, proc.id, params.seed)],
+    await await_jobs(request.app.state.context.jobs, [process_jobs.process_job(processes, proc.id, params.seed)],
                      start=f"POST {URLS.paths_api(walkthrough_id, proc.id, {'seed': str(params.seed)})}")
     return await compute.run_in_app(_tensors, walkthrough_id, step, node, params, gzip_ok, proc.id, stage_id)
 
@@ -93,7 +93,8 @@ def _tensors(app, walkthrough_id: str, step: str | None, node: str | None, param
     snapshot: Snapshot = find_snapshot(app.state.catalog, walkthrough_id)
     processes: ProcessCatalog = app.state.processes
     body = tensors_payload(walkthrough_id, snapshot, step_for_view(params, app.state.device, processes,
-                                                                   *process_stage), step, node)
+                                                                   *process_stage, jobs=app.state.context.jobs),
+                            step, node)
     if process_stage:
         body = {"process": process_stage[0], "stage": process_stage[1], **body}
     return json_response(body, gzip_ok)

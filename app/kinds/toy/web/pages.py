@@ -57,7 +57,8 @@ def step_page(asked: StepRequest):
     # the job store), then the screen and the Compare panel from them, then the template.
     own = state.own
     inputs = obtain(own.params, dev, processes, own.process, own.stage,
-                    own.compare if compare.on and own.compare is not None else None)
+                    own.compare if compare.on and own.compare is not None else None,
+                    jobs=request.app.state.context.jobs)
     screen = build_screen(snapshot, state, inputs, invalid_form, processes)
     context = step_context(screen, cat, build_compare_view(screen, compare, inputs))
     if wants_fragment(request) and request.headers.get("HX-Target") == FIGURE_BODY_ID:

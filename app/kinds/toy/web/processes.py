@@ -47,8 +47,8 @@ FULL = error("The queue of runs is full, or every compute slot is taken: nothing
 async def compare(request: Request, processes: ProcessesDep, compute: ComputeDep, seed: Seed = 0,
                   iterations_scale: Scale = 1) -> dict:
     """Every path's run side by side, once they are computed (POST this address to start them)."""
-    await await_jobs(_runs(processes, processes.ids, seed, iterations_scale), start=_start(request))
-    return await compute.run(_compare, processes, seed, iterations_scale)
+    await await_jobs(_jobs(request), _runs(processes, processes.ids, seed, iterations_scale), start=_start(request))
+    return await compute.run_in_app(_compare, processes, seed, iterations_scale)
 
 
 @router.post("/compare", response_model=AsBuilt, responses={200: {"model": ComparisonBody}, 422: INVALID,
@@ -58,12 +58,13 @@ async def start_compare(request: Request, processes: ProcessesDep, compute: Comp
     """Start every path's run (those not started yet), wait for them (a toy run takes about a second),
     then answer as the GET does."""
     await start_jobs(request, _runs(processes, processes.ids, seed, iterations_scale))
-    await await_jobs(_runs(processes, processes.ids, seed, iterations_scale))
-    return await compute.run(_compare, processes, seed, iterations_scale)
+    await await_jobs(_jobs(request), _runs(processes, processes.ids, seed, iterations_scale))
+    return await compute.run_in_app(_compare, processes, seed, iterations_scale)
 
 
-def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dict:
-    runs = [process_run(processes, pid, seed, iterations_scale) for pid in processes.ids]
+def _compare(app, processes: ProcessCatalog, seed: int, iterations_scale: int) -> dict:
+    """On the compute executor: every path's run, read with the app's job client (the worker's own)."""
+    runs = [process_run(app.state.context.jobs, processes, pid, seed, iterations_scale) for pid in processes.ids]
     return comparison_payload(processes, runs)
 
 
@@ -74,8 +75,8 @@ def _compare(processes: ProcessCatalog, seed: int, iterations_scale: int) -> dic
 async def get_process_run(request: Request, process_id: str, processes: ProcessesDep, compute: ComputeDep,
                           seed: Seed = 0, iterations_scale: Scale = 1) -> dict:
     find_process(processes, process_id)
-    await await_jobs(_runs(processes, [process_id], seed, iterations_scale), start=_start(request))
-    return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
+    await await_jobs(_jobs(request), _runs(processes, [process_id], seed, iterations_scale), start=_start(request))
+    return await compute.run_in_app(_process_run, processes, process_id, seed, iterations_scale)
 
 
 @router.post("/{process_id}", response_model=AsBuilt, responses={
@@ -85,16 +86,21 @@ async def start_process_run(request: Request, process_id: str, processes: Proces
     """Start the path's run if nobody has, wait for it (about a second), then answer as the GET does."""
     find_process(processes, process_id)
     await start_jobs(request, _runs(processes, [process_id], seed, iterations_scale))
-    await await_jobs(_runs(processes, [process_id], seed, iterations_scale))
-    return await compute.run(_process_run, processes, process_id, seed, iterations_scale)
+    await await_jobs(_jobs(request), _runs(processes, [process_id], seed, iterations_scale))
+    return await compute.run_in_app(_process_run, processes, process_id, seed, iterations_scale)
 
 
-def _process_run(processes: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> dict:
-    return process_run_payload(processes, process_run(processes, process_id, seed, iterations_scale))
+def _process_run(app, processes: ProcessCatalog, process_id: str, seed: int, iterations_scale: int) -> dict:
+    run = process_run(app.state.context.jobs, processes, process_id, seed, iterations_scale)
+    return process_run_payload(processes, run)
 
 
 def _runs(processes: ProcessCatalog, ids, seed: int, iterations_scale: int) -> list[Job]:
     return [process_job(processes, pid, seed, iterations_scale) for pid in ids]
+
+
+def _jobs(request: Request):
+    return request.app.state.context.jobs  # the app's job client (app/web/context.py)
 
 
 def _start(request: Request) -> str:
