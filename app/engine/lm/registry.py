@@ -48,6 +48,8 @@ def walkthrough_id(name: str) -> str:
     return f"{slug[:60]}_grpo"
 
 
+# A per-process memo of immutable data, not an app's state: what a model file says of itself, keyed by its
+# path, size and modification time (a changed file is read again), identical whichever app asks.
 _lock = threading.Lock()
 _described: dict[tuple[Path, int, int], ModelFile] = {}
 

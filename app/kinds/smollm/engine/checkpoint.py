@@ -43,6 +43,9 @@ def cache_dir(data_dir: Path) -> Path:
     return Path(data_dir) / "models"
 
 
+# A per-process memo of immutable data, not an app's state: a model read from its files (keyed by their
+# paths), identical whichever app asks, never written to; kept here so two apps (or pages) of one process
+# load gigabytes once. An app's own state is its AppContext's (app/web/context.py).
 _lock = threading.Lock()
 _loaded: dict[tuple[Path, Path | None], LoadedModel] = {}
 

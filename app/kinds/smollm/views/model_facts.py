@@ -155,7 +155,8 @@ def read_facts(snapshot: Snapshot) -> ModelFacts:
 
 
 # A Snapshot is unhashable (pydantic) and large, and a page asks for its facts several times (the story, each
-# node's words): kept per snapshot object while it lives
+# node's words): kept per snapshot object while it lives. A per-process memo of what an immutable snapshot
+# says, not an app's state: the same answer whichever app asks.
 _cache: dict[int, ModelFacts] = {}
 _lock = threading.Lock()
 

@@ -109,6 +109,9 @@ class PathResult:
     conventions: dict = field(default_factory=dict)  # the GRPO stages' conventions, every field
 
 
+# Per-process memos of immutable data, not an app's state: the shipped checkpoints as read onto a device
+# (keyed by it), identical whichever app asks and never trained in place (runs copy them); kept so two apps
+# of one process read each file once. An app's own state is its AppContext's (app/web/context.py).
 _lock = threading.Lock()
 _base: dict[str, TinyLM] = {}
 _students: dict[str, TinyLM] = {}
