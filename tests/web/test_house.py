@@ -4,7 +4,9 @@ no kind (docs/design.md, "How to add a kind").
 - the shared layers and templates are grepped for every kind's id and name, and hold none;
 - a throwaway kind, written whole into a folder by the test (a reader of its own format with a limit
   above a snapshot's, a template, a static file and stylesheet, a CLI subcommand, an upload blurb, a
-  featured walkthrough), is served by an app made with it, touching no file of the project;
+  featured walkthrough, start-up state from its `install` and a route of its own in `routers`), is served
+  by an app made with it, touching no file of the project (tests/web/test_add_a_kind.py walks the doc's
+  steps with another);
 - importing the registry changes nothing global.
 """
 from __future__ import annotations
@@ -86,7 +88,7 @@ KIND_CODE = '''
 import json
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
 from app.domain.catalog import Featured, Reader
@@ -110,9 +112,15 @@ def step_page(asked):
 
 
 def install(app: FastAPI):
-    @app.get("/api/throwaway")
-    def ping():
-        return {"kind": "throwaway"}
+    app.state.throwaway_greeting = "throwaway"  # start-up state; its routes come only through `routers`
+
+
+router = APIRouter()
+
+
+@router.get("/api/throwaway")
+def ping(request: Request):
+    return {"kind": request.app.state.throwaway_greeting}
 
 
 def hello(argv, cli):
@@ -124,7 +132,7 @@ KIND = Kind(id="throwaway", title="A kind from a test", matches=lambda snapshot:
             install=install, templates=HERE / "templates", static=HERE / "static", stylesheets=("throwaway.css",),
             reader=Reader(kind="throwaway", title="throwaway file", max_bytes=4 * MB, opens=opens, open=open_file),
             featured=(Featured("mine", "A throwaway walkthrough", "What a test's kind teaches.", rank=0),),
-            upload_help="throwaway/upload_help.html", commands={"hello": hello})
+            upload_help="throwaway/upload_help.html", commands={"hello": hello}, routers=(router,))
 '''
 
 
