@@ -7,8 +7,9 @@ everything the house asks of a kind is a field here, so the shared layers never 
 asks two things of every kind: does your engine run this snapshot (`matches`, asked once per file
 when it is loaded or uploaded; the answer is stored on the catalog entry), and what does this step
 look like (`step_page`, called by the one step route on the compute executor). The rest is
-optional: routers and start-up state (`install`), templates and static files, readers of its own
-file formats, job tasks, command-line subcommands, what the start and upload pages say of it.
+optional: start-up state (`install`), its step's JSON (`step_api`) and the routes only it has (`routers`),
+templates and static files, readers of its own file formats, job tasks, command-line subcommands, what the
+start and upload pages say of it.
 """
 from __future__ import annotations
 
