@@ -24,7 +24,7 @@ from app.kinds.smollm.engine import checkpoint
 from app.kinds.smollm.engine.prompts import prompt_ids
 from app.kinds.smollm.engine.r1_zero_run import run_r1_zero
 from app.kinds.smollm.engine.run_params import SmolRunParams
-from app.kinds.smollm.engine.run_task import path_params, run_params, steps_for
+from app.kinds.smollm.engine.run_task import path_job, path_params, run_params, steps_for
 
 # rewards a random model's byte soup earns sometimes, so most groups' rewards differ
 FAKE_TASKS = (
@@ -143,6 +143,7 @@ def test_job_params_name_the_path_and_follow_the_scale():
     assert steps_for(1.0) == 20 and steps_for(0.05) == 1 and steps_for(5.0) == 100
     params = run_params(3, 0.5)
     assert (params.seed, params.steps, params.max_length) == (3, 10, params.max_new_tokens)
-    assert path_params("r1-zero", params, "cpu")["run"]["steps"] == 10
+    assert path_params("r1-zero", params, "cpu").run.steps == 10
+    assert path_job("r1-zero", params, "cpu").params["run"]["steps"] == 10  # as stored
     with pytest.raises(KeyError):
         path_params("r1", params, "cpu")
