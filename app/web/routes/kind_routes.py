@@ -143,9 +143,16 @@ def _parameters(inner: dict[str, APIRoute], titles: dict[str, str]) -> list[dict
     for kind_id, route in inner.items():
         for name, description in _query_fields(route.dependant):
             found.setdefault(name, {})[titles[kind_id].split(':')[0]] = description
-    return [{"name": name, "in": "query", "required": False, "schema": {},
-             "description": " ".join(f"({kind}) {text}".strip() for kind, text in kinds.items())}
+    return [{"name": name, "in": "query", "required": False, "schema": {}, "description": _said_by(kinds)}
             for name, kinds in found.items()]
+
+
+def _said_by(kinds: dict[str, str]) -> str:
+    """One parameter's words, each said once with the kinds that say it: "(ToyGRPO, A tiny language model) …"."""
+    by_text: dict[str, list[str]] = {}
+    for kind, text in kinds.items():
+        by_text.setdefault(text, []).append(kind)
+    return " ".join(f"({', '.join(names)}) {text}".strip() for text, names in by_text.items())
 
 
 def _query_fields(dependant: Any) -> list[tuple[str, str]]:
