@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from app.engine.jobs.tasks import JobParams, JobTask
+from app.engine.jobs.tasks import Job, JobParams, JobTask
 
 
 class AnyParams(JobParams):
@@ -27,3 +27,8 @@ def task(name: str, run: Callable[[Any, Any], Any] = lambda params, progress: No
          payload: Callable[[Any, Any], dict] = lambda params, result: {}, title: Callable[[Any], str] | None = None,
          lane: str = "long") -> JobTask:
     return JobTask("k", params_named(name), run, types, payload, title or (lambda params: name), lane=lane)
+
+
+def job(name: str, **params: Any) -> Job:
+    """A job of the test task `name` with these parameters."""
+    return params_named(name)(**params).job()

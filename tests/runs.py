@@ -29,7 +29,7 @@ def start_toy_paths(jobs, catalog, seed: int, iterations_scale: int = 1) -> None
     from app.kinds.toy.engine.process_jobs import process_job
 
     for pid in catalog.ids:
-        jobs.submit(*process_job(catalog, pid, seed, iterations_scale))
+        jobs.submit(process_job(catalog, pid, seed, iterations_scale))
 
 
 def jobs_of(client):

@@ -19,10 +19,10 @@ def test_a_queued_job_counts_its_lanes_jobs_ahead_of_it(tmp_path):
     client.configure(store, {"slow": task("slow", "real"), "also": task("also", "real"),
                              "other": task("other", "long")}, "off")
     try:
-        first = client.submit("slow", {"n": 1, "device": "cpu"}, Ask(client="A"))
-        client.submit("other", {"n": 2, "device": "cpu"}, Ask(client="A"))  # another lane: never counted
-        second = client.submit("also", {"n": 3, "device": "cpu"}, Ask(client="B"))
-        third = client.submit("slow", {"n": 4, "device": "cpu"}, Ask(client="C"))
+        first = client.submit(job_tasks.job("slow", n=1, device="cpu"), Ask(client="A"))
+        client.submit(job_tasks.job("other", n=2, device="cpu"), Ask(client="A"))  # another lane: never counted
+        second = client.submit(job_tasks.job("also", n=3, device="cpu"), Ask(client="B"))
+        third = client.submit(job_tasks.job("slow", n=4, device="cpu"), Ask(client="C"))
         assert [client.ahead(j) for j in (first, second, third)] == [0, 1, 2]
         claimed = store.claim("r1", 30.0, ("slow", "also"), ("cpu",), client.tasks["slow"].spec({}).code_version)
         assert claimed is not None and claimed.id == first.id

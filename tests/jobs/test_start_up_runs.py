@@ -155,11 +155,11 @@ def test_a_page_says_where_a_default_run_waits(tmp_path):
     make = lambda name, lane: job_tasks.task(name, lane=lane)  # noqa: E731
     client.configure(store, {"a": make("a", "short"), "b": make("b", "real"), "c": make("c", "long")}, "off")
     try:
-        first = client.submit("a", {}, SERVERS)
+        first = client.submit(job_tasks.job("a"), SERVERS)
         time.sleep(0.01)
-        second = client.submit("b", {}, SERVERS)
+        second = client.submit(job_tasks.job("b"), SERVERS)
         time.sleep(0.01)
-        mine = client.submit("c", {}, VISITOR)
+        mine = client.submit(job_tasks.job("c"), VISITOR)
         assert client.ahead(client.status(first.id)) == 1  # the visitor's run goes first
         assert client.ahead(client.status(second.id)) == 2  # the visitor's and the older default run
         assert client.ahead(client.status(mine.id)) == 0  # nothing of its lane: defaults never hold it up

@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from app.engine.jobs import codec
 from app.engine.jobs.runner import JobRunner, process_runners, runner_name
-from app.engine.jobs.tasks import JobTask
-from app.stores.jobs import ANYONE, SERVER, WANT_S, Ask, JobBackend, JobRecord
+from app.engine.jobs.tasks import Job, JobTask
+from app.stores.jobs import ANYONE, SERVER, WANT_S, Ask, JobBackend, JobRecord, JobSpec
 
 Mode = Literal["process", "thread", "off"]
 KEEP_DECODED = 16
@@ -69,18 +69,22 @@ class JobClient:
     def task(self, name: str) -> JobTask:
         return self.tasks[name]
 
-    def submit(self, task: str, params: Mapping[str, Any], ask: Ask = ANYONE) -> JobRecord:
-        """The job of (task, params): found, or queued now (QueueFull past `ask.max_queued`). Never
-        starts a second run of one job."""
-        job = self.store.ensure(self.task(task).spec(params), ask)
-        if job.state == "queued":
-            self._nudge()
-        return job
+    def spec(self, job: Job) -> JobSpec:
+        """The stored row's identity of `job`, its params validated by its task's model."""
+        return self.task(job.task).spec(job.params)
 
-    def find(self, task: str, params: Mapping[str, Any]) -> JobRecord | None:
-        """The job of (task, params) if somebody asked for it, else None: never queues one. A queued job
-        read here is still wanted (it does not expire while someone reads it)."""
-        return self.status(self.task(task).spec(params).id)
+    def submit(self, job: Job, ask: Ask = ANYONE) -> JobRecord:
+        """`job`'s row: found, or queued now (QueueFull past `ask.max_queued`). Never starts a second
+        run of one job."""
+        record = self.store.ensure(self.spec(job), ask)
+        if record.state == "queued":
+            self._nudge()
+        return record
+
+    def find(self, job: Job) -> JobRecord | None:
+        """`job`'s row if somebody asked for it, else None: never queues one. A queued job read here is
+        still wanted (it does not expire while someone reads it)."""
+        return self.status(self.spec(job).id)
 
     def status(self, ident: str) -> JobRecord | None:
         job = self.store.get(ident)
@@ -122,10 +126,10 @@ class JobClient:
                 self._decoded.popitem(last=False)
         return value
 
-    def wait(self, task: str, params: Mapping[str, Any], timeout_s: float, poll_s: float = 0.05) -> JobRecord | None:
+    def wait(self, needed: Job, timeout_s: float, poll_s: float = 0.05) -> JobRecord | None:
         """Wait (on this thread, never the event loop) until the job somebody asked for is finished or
         `timeout_s` passed; None if nobody asked for it (or it expired, or was deleted)."""
-        job = self.find(task, params)
+        job = self.find(needed)
         deadline = time.monotonic() + timeout_s
         while job is not None and not job.finished and time.monotonic() < deadline:
             time.sleep(poll_s)
@@ -203,12 +207,12 @@ class NotStarted(LookupError):
         self.titles, self.start = titles, start  # start: the request that starts them, "POST /api/…"
 
 
-def wait_result(jobs: JobClient, task: str, params: Mapping[str, Any], timeout_s: float) -> Any:
+def wait_result(jobs: JobClient, needed: Job, timeout_s: float) -> Any:
     """For a caller that needs the result now (a kind's short runs): the result, or NotStarted (nobody
     asked for the run), JobFailed or TimeoutError. The run itself happens once, in a runner, and is kept."""
-    job = jobs.wait(task, params, timeout_s)
+    job = jobs.wait(needed, timeout_s)
     if job is None:
-        raise NotStarted([jobs.task(task).spec(params).title])
+        raise NotStarted([jobs.spec(needed).title])
     if job.state == "failed":
         raise JobFailed(job.error or "failed")
     value = jobs.result(job)

@@ -90,11 +90,11 @@ def get_path(request: Request, walkthrough_id: str, path: str, cat: CatalogDep, 
     """A training path of this walkthrough's kind, as its job stands: done, failed, queued or running.
     A GET never starts one (a link, a prefetcher or a crawler costs nothing): a run nobody started is a
     404 naming the POST that starts it. Reading a queued run keeps it wanted."""
-    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
+    needed = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
     jobs = request.app.state.context.jobs
-    job = jobs.find(task, params)
+    job = jobs.find(needed)
     if job is None:
-        raise NotStarted([jobs.task(task).spec(params).title])
+        raise NotStarted([jobs.spec(needed).title])
     return _answer(jobs, job)
 
 
@@ -105,8 +105,8 @@ async def start_path(request: Request, walkthrough_id: str, path: str, cat: Cata
     """Start a training path on the server (a failed one again; one queued, running or done is read as
     it is): computed once by one runner for every worker and replica, kept until an operator deletes
     it (`python -m app.jobs delete ID`). Limited per client (429) and by the queue's bound (503)."""
-    task, params = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
-    (job,) = await start_jobs(request, [(task, params)])
+    needed = _job(request, cat, walkthrough_id, path, _query(seed, scale, iterations_scale, conventions))
+    (job,) = await start_jobs(request, [needed])
     return await run_in_threadpool(_answer, request.app.state.context.jobs, job)
 
 

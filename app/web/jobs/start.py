@@ -75,17 +75,17 @@ async def start_jobs(request: Request, needed: Iterable[Job]) -> list[JobRecord]
     for each new run first (TooManyStarts), and the store refuses rows past the bound (QueueFull)."""
     needed = list(needed)
     jobs = request.app.state.context.jobs
-    found = [await run_in_threadpool(jobs.find, task, params) for task, params in needed]
+    found = [await run_in_threadpool(jobs.find, need) for need in needed]
     new = sum(1 for job in found if job is None or job.state == "failed")
     start_limiter(request).take(client_key(request), new)
     settings = request.app.state.settings
     ask = Ask(client=client_key(request), want_s=settings.job_want_s, max_queued=settings.job_queue_max)
     started = []
-    for (task, params), job in zip(needed, found, strict=True):
+    for need, job in zip(needed, found, strict=True):
         if job is not None and job.state == "failed" and await run_in_threadpool(jobs.retry, job.id):
             job = await run_in_threadpool(jobs.status, job.id)
         if job is None or job.state != "done":
-            job = await run_in_threadpool(jobs.submit, task, params, ask)
+            job = await run_in_threadpool(jobs.submit, need, ask)
         started.append(job)
     return started
 
@@ -97,4 +97,4 @@ def queue_default_runs(jobs: JobClient, needed: Iterable[DefaultRun | Job]) -> N
     runs = sorted((run if isinstance(run, DefaultRun) else DefaultRun(run) for run in needed),
                   key=lambda run: run.order)
     for run in runs:
-        jobs.submit(*run.job, Ask(client=SERVER, keep=True, want_s=jobs.want_s))
+        jobs.submit(run.job, Ask(client=SERVER, keep=True, want_s=jobs.want_s))

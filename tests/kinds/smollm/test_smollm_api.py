@@ -22,14 +22,14 @@ PARAMS = SmolParams(group_size=2, max_new_tokens=6, seed=11, inner_steps=1)
 def done(client):
     missing = client.get(f"{URL}?{QUERY}")
     assert missing.status_code == 404 and missing.json()["start"] == f"POST {URL}?{QUERY}"
-    assert jobs_of(client).find(*step_task.step_job(PARAMS, "cpu")) is None
+    assert jobs_of(client).find(step_task.step_job(PARAMS, "cpu")) is None
     assert client.post(f"{URL}?{QUERY}").status_code in (200, 202)
     deadline = time.monotonic() + 120
     while (answer := client.get(f"{URL}?{QUERY}")).status_code == 202:
         assert answer.headers["cache-control"] == "no-store" and time.monotonic() < deadline
         time.sleep(0.2)
     assert answer.status_code == 200 and answer.json()["state"] == "done", answer.text[:500]
-    job = jobs_of(client).find(*step_task.step_job(PARAMS, "cpu"))
+    job = jobs_of(client).find(step_task.step_job(PARAMS, "cpu"))
     return answer.json()["result"], jobs_of(client).result(job)
 
 

@@ -100,7 +100,7 @@ def test_a_typed_questions_step_is_a_job_keyed_by_its_text(client, done):
     task = own_task(QUESTION, "42")
     for completion in done["completions"]:
         assert completion["reward_parts"] == task.score(completion["text"])
-    job = jobs_of(client).find(*step_task.step_job(PARAMS, "cpu"))
+    job = jobs_of(client).find(step_task.step_job(PARAMS, "cpu"))
     assert job is not None and job.state == "done"
     assert job.params["step"]["prompt_text"] == QUESTION and job.params["step"]["expected"] == "42"
     before = jobs(client)
@@ -108,7 +108,7 @@ def test_a_typed_questions_step_is_a_job_keyed_by_its_text(client, done):
     assert client.post(f"{API}?{again}").json()["state"] == "done"
     assert jobs(client) == before  # computed once
     other = SmolParams(group_size=2, max_new_tokens=4, seed=5, prompt_text=QUESTION)  # no expected answer: another
-    assert jobs_of(client).find(*step_task.step_job(other, "cpu")) is None
+    assert jobs_of(client).find(step_task.step_job(other, "cpu")) is None
 
 
 def test_the_form_asks_for_a_question_and_its_expected_answer(client):

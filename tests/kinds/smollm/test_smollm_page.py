@@ -44,7 +44,7 @@ def computed(client):
             break
         assert time.monotonic() < deadline, box.text
         time.sleep(0.2)
-    job = jobs_of(client).find(*step_task.step_job(PARAMS, "cpu"))
+    job = jobs_of(client).find(step_task.step_job(PARAMS, "cpu"))
     assert job is not None and job.state == "done"
     return jobs_of(client).result(job)
 
@@ -55,10 +55,10 @@ def test_a_get_never_starts_the_step(client):
     doc = soup(page)
     assert doc.select_one("#smol-start").get_text(strip=True) == "Run this step"
     assert doc.select_one("form:has(#smol-start)")["method"] == "post"
-    assert jobs_of(client).find(*step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
+    assert jobs_of(client).find(step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
     box = client.get(f"{BASE}/smollm-progress?group_size=3&max_new_tokens=8&step=sample", headers=HX)
     assert "hx-redirect" not in box.headers and "Not started" in box.text
-    assert jobs_of(client).find(*step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
+    assert jobs_of(client).find(step_task.step_job(SmolParams(group_size=3, max_new_tokens=8), "cpu")) is None
 
 
 @pytest.mark.parametrize("step", list(STEPS))
@@ -165,7 +165,7 @@ def test_without_the_checkpoint_the_page_says_how_to_get_it(client, monkeypatch,
     before = len(jobs_of(client).store.listing())
     assert client.post(f"{BASE}/steps/sample").status_code == 303
     assert len(jobs_of(client).store.listing()) == before
-    assert jobs_of(client).find(*step_task.step_job(SmolParams(), "cpu")) is None
+    assert jobs_of(client).find(step_task.step_job(SmolParams(), "cpu")) is None
 
 
 def test_the_blocks_figure_says_when_no_gradient_reaches_any_block(client, computed):

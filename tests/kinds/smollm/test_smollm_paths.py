@@ -64,7 +64,7 @@ def test_the_panel_offers_r1_zero_and_says_why_not_the_others(client):
     assert tabs == ["R1-Zero", "R1 (not here)", "Distillation (not here)"]
     run = panel.select_one("form:has(#smol-path-run)")
     assert run["method"] == "post" and run["action"].startswith(f"{BASE}/paths/r1-zero")
-    assert jobs_of(client).find(*r1_zero_job("cpu")) is None, "a GET never starts the run"
+    assert jobs_of(client).find(r1_zero_job("cpu")) is None, "a GET never starts the run"
     why = soup(client.get(f"{BASE}/steps/sample?process=r1")).select_one("#smol-paths")
     assert "cold start" in why.get_text(" ") and why.select_one("form") is None
     assert why.select_one("a[href*='tiny_lm_grpo'][href*='process=r1']") is not None
@@ -80,7 +80,7 @@ def test_a_queued_run_says_how_many_are_ahead(client, monkeypatch):
                         title="R1-Zero", state="queued", stage="", step=0, done=0, total=0, fraction=0.0, runner=None,
                         attempts=0, created_at=time.time(), started_at=None, finished_at=None, seconds=None,
                         error=None)
-    monkeypatch.setattr(jobs_of(client), "find", lambda t, p: waiting if (t, p) == (task, params) else None)
+    monkeypatch.setattr(jobs_of(client), "find", lambda job: waiting if job == (task, params) else None)
     monkeypatch.setattr(jobs_of(client), "ahead", lambda job: 2 if job is waiting else None)
     box = client.get(f"{BASE}/paths/r1-zero?step=sample")
     assert box.status_code == 200 and box.headers["cache-control"] == "no-store"
@@ -88,7 +88,7 @@ def test_a_queued_run_says_how_many_are_ahead(client, monkeypatch):
     assert panel["hx-get"].startswith(f"{BASE}/paths/r1-zero")
     assert "Waiting for the real model’s runner: 2 runs of this model ahead of it" in panel.get_text(" ")
     running = dataclasses.replace(waiting, state="running", stage="sampling", step=4, done=10, total=60)
-    monkeypatch.setattr(jobs_of(client), "find", lambda t, p: running)
+    monkeypatch.setattr(jobs_of(client), "find", lambda job: running)
     text = soup(client.get(f"{BASE}/paths/r1-zero?step=sample")).select_one("#smol-paths").get_text(" ")
     assert "Step 4 of 20: sampling (16%)" in " ".join(text.split())
 
@@ -99,7 +99,7 @@ def test_a_queued_step_says_how_many_runs_are_ahead(client, monkeypatch):
                         device="cpu", title="step", state="queued", stage="", step=0, done=0, total=0, fraction=0.0,
                         runner=None, attempts=0, created_at=time.time(), started_at=None, finished_at=None,
                         seconds=None, error=None)
-    monkeypatch.setattr(jobs_of(client), "find", lambda t, p: waiting if (t, p) == (step_task.TASK, params) else None)
+    monkeypatch.setattr(jobs_of(client), "find", lambda job: waiting if job == (step_task.TASK, params) else None)
     monkeypatch.setattr(jobs_of(client), "ahead", lambda job: 1 if job is waiting else None)
     box = client.get(f"{BASE}/smollm-progress?group_size=3&max_new_tokens=5&step=sample", headers={"HX-Request": "true"})
     assert "one run of this model at a time), 1 run ahead of it." in " ".join(soup(box).get_text(" ").split())
@@ -111,11 +111,11 @@ def test_the_panel_runs_r1_zero_from_the_pages_seed(client):
     run = panel.select_one("form:has(#smol-path-run)")
     assert "seed=7" in run["action"] and "seed=7" in run["hx-post"]
     assert "Not computed yet for seed 7" in " ".join(panel.get_text(" ").split())
-    assert jobs_of(client).find(*r1_zero_job("cpu", 7)) is None, "a GET never starts the run"
+    assert jobs_of(client).find(r1_zero_job("cpu", 7)) is None, "a GET never starts the run"
     before = len(jobs_of(client).store.listing())
     assert client.post(f"{BASE}/paths/r1-zero?step=sample&seed=-1", follow_redirects=False).status_code == 404
     assert len(jobs_of(client).store.listing()) == before, "a refused seed stores nothing"
     started = client.post(f"{BASE}/paths/r1-zero?step=sample&seed=7", follow_redirects=False)
     assert started.status_code == 303 and "seed=7" in started.headers["location"]
-    assert jobs_of(client).find(*r1_zero_job("cpu", 7)) is not None
-    assert jobs_of(client).find(*r1_zero_job("cpu")) is None, "seed 7's run, not the default's"
+    assert jobs_of(client).find(r1_zero_job("cpu", 7)) is not None
+    assert jobs_of(client).find(r1_zero_job("cpu")) is None, "seed 7's run, not the default's"

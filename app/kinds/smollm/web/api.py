@@ -133,7 +133,7 @@ def get_step(request: Request, walkthrough_id: str, cat: CatalogDep, dev: Device
     """The real model's GRPO step for these parameters, as its job stands. A GET never starts it: a step nobody
     started is a 404 naming the POST that does."""
     model = _check(request, cat, walkthrough_id, params)
-    job = request.app.state.context.jobs.find(*step_task.step_job(params, dev, model))
+    job = request.app.state.context.jobs.find(step_task.step_job(params, dev, model))
     if job is None:
         raise NotStarted([step_task.title(step_task.step_params(params, dev, model))],
                          start=f"POST {request.url.path}{'?' + request.url.query if request.url.query else ''}")

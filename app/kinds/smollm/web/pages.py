@@ -50,7 +50,7 @@ def run_state(jobs: JobClient, q: SmolQuery, device: str, model: Path | None = N
         return RunState("no-checkpoint", install_hint=checkpoint.INSTALL_HINT), None
     if q.refused is not None:
         return RunState("not-started"), None
-    job = jobs.find(*step_task.step_job(q.params, device, model))
+    job = jobs.find(step_task.step_job(q.params, device, model))
     if job is None:
         return RunState("not-started"), None
     if job.state == "done":

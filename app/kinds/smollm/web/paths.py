@@ -52,7 +52,7 @@ def build_panel(jobs: JobClient, walkthrough_id: str, step_id: str, q: SmolQuery
     seed = q.params.seed
     typed = r1_zero_params(device, seed, model)
     run = typed.run
-    job = jobs.find(*typed.job()) if checkpoint.runnable(model) else None
+    job = jobs.find(typed.job()) if checkpoint.runnable(model) else None
     result = jobs.result(job) if job is not None and job.state == "done" else None
     waiting = job is not None and not job.finished
 

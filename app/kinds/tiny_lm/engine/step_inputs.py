@@ -65,13 +65,13 @@ def obtain_paths(jobs: JobClient, path: str | None, seed: int, device: str, over
     path's; never queues one."""
     if not path:
         return None
-    main = _run(jobs, jobs.find(*path_job(path, seed, device)))
+    main = _run(jobs, jobs.find(path_job(path, seed, device)))
     if overlay:
-        runs = {p: main if p == path else _run(jobs, jobs.find(*path_job(p, seed, device))) for p in PATH_IDS}
+        runs = {p: main if p == path else _run(jobs, jobs.find(path_job(p, seed, device))) for p in PATH_IDS}
         return PathInputs(path, main, runs)
     dr = None
     if path == "r1-zero" and main.result is not None:
-        dr = _run(jobs, jobs.find(*path_job(path, seed, device, conventions=DR_GRPO)))
+        dr = _run(jobs, jobs.find(path_job(path, seed, device, conventions=DR_GRPO)))
     return PathInputs(path, main, dr_grpo=dr)
 
 

@@ -51,7 +51,7 @@ def process_run(jobs: JobClient, catalog: ProcessCatalog, process_id: str, seed:
                 iterations_scale: int = 1) -> ProcessRun:
     """The run of a path, from the app's job store (`jobs`, its client): computed by a runner if nobody has yet."""
     try:
-        run: ProcessRun = wait_result(jobs, *process_job(catalog, process_id, seed, iterations_scale), WAIT_S)
+        run: ProcessRun = wait_result(jobs, process_job(catalog, process_id, seed, iterations_scale), WAIT_S)
     except TimeoutError as exc:  # the runners are behind: a 503 with Retry-After, like a full compute queue
         raise ComputeBusy(str(exc)) from None
     return run
