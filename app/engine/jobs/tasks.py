@@ -39,7 +39,7 @@ R = TypeVar("R")
 
 class Job(NamedTuple):
     """One run, named: its task and its parameters as stored. Made only by `JobParams.job` (the one key function);
-    a (task, params) pair wherever the client takes one (`jobs.find(job)`, `start_jobs(request, [job])`)."""
+    what the job client takes (`jobs.find(job)`, `jobs.submit(job)`, `start_jobs(request, [job])`)."""
     task: str
     params: dict[str, Any]
 
