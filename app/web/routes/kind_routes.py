@@ -148,7 +148,7 @@ def _parameters(inner: dict[str, APIRoute], titles: dict[str, str]) -> list[dict
 
 
 def _said_by(kinds: dict[str, str]) -> str:
-    """One parameter's words, each said once with the kinds that say it: "(ToyGRPO, A tiny language model) …"."""
+    """One parameter's words, each said once with the kinds that say it: "(one kind, another kind) …"."""
     by_text: dict[str, list[str]] = {}
     for kind, text in kinds.items():
         by_text.setdefault(text, []).append(kind)
