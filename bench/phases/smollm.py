@@ -322,13 +322,20 @@ def _warm_up(port: int, base: str, params: dict) -> list[dict]:
 
 
 def _layout(args, figures: dict, details: dict) -> None:
-    from app.domain.snapshot.parsing import load_snapshot
     from app.house import registry
-    from app.views import graph_dot, meaning
+    from app.views import meaning
+
+    # the kinds' words for nodes, bound as an app binds them for a request (app/web/context.py): the boxes'
+    # labels (and so their sizes) as drawn
+    with meaning.described_by(tuple(k.describe for k in registry().kinds if k.describe is not None)):
+        _measure_layout(args, figures, details)
+
+
+def _measure_layout(args, figures: dict, details: dict) -> None:
+    from app.domain.snapshot.parsing import load_snapshot
+    from app.views import graph_dot
     from app.views.graph import build_graph_view
 
-    # the kinds' words for nodes, as create_app adds them: the boxes' labels (and so their sizes) as drawn
-    meaning.add_describers([k.describe for k in registry().kinds if k.describe is not None])
     t0 = time.perf_counter()
     snapshot = load_snapshot(SNAPSHOT)
     parse_s = time.perf_counter() - t0
